@@ -1,0 +1,294 @@
+"""A managed server: a private mariadbd/mysqld that dbrig initialises, starts and stops.
+
+Everything lives under one directory that dbrig creates and marks
+(``<run>/servers/<name>/``): the datadir, snapshots, ``my.cnf`` and the error
+log, which survives every restart so a failed cell can be explained. Only the
+unix socket lives elsewhere, in a short temporary directory, because socket
+paths are limited to 107 bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pymysql
+
+from dbrig import proc
+from dbrig.errors import ConfigError, ServerError
+from dbrig.server import datadir as dd
+from dbrig.server.binary import ServerBinary
+from dbrig.tools.base import Endpoint
+
+log = logging.getLogger(__name__)
+
+MAX_SOCKET_PATH = 107
+_ERROR_LOG_TAIL = 12
+_INIT_TIMEOUT_S = 300
+
+
+def render_my_cnf(settings: Mapping[str, Any]) -> str:
+    """A ``[mysqld]`` section: ``None`` renders a bare option, booleans ON/OFF."""
+    lines = ["# written by dbrig: do not edit, it is rewritten before every start", "[mysqld]"]
+    for key, value in settings.items():
+        if value is None:
+            lines.append(str(key))
+        elif isinstance(value, bool):
+            lines.append(f"{key}={'ON' if value else 'OFF'}")
+        else:
+            lines.append(f"{key}={value}")
+    return "\n".join(lines) + "\n"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def tail(path: Path, lines: int, start_offset: int = 0) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(start_offset)
+            text = handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+class Sandbox:
+    """One managed server instance."""
+
+    def __init__(
+        self,
+        name: str,
+        binary: ServerBinary,
+        home: Path,
+        *,
+        cpus: list[int] | None = None,
+        port: int | None = None,
+        startup_timeout_s: float = 120.0,
+    ) -> None:
+        self.name = name
+        self.binary = binary
+        self.home = home
+        self.datadir = home / "datadir"
+        self.error_log = home / "mysqld.err"
+        self.my_cnf = home / "my.cnf"
+        self.cpus = cpus
+        self.fixed_port = port
+        self.port: int | None = None
+        self.startup_timeout_s = startup_timeout_s
+        self._socket_dir: Path | None = None
+        self._child: proc.Child | None = None
+
+    # -- paths -------------------------------------------------------------------
+
+    @property
+    def socket_path(self) -> Path:
+        if self._socket_dir is None:
+            self._socket_dir = Path(tempfile.mkdtemp(prefix="dbrig-", dir=_short_tmp()))
+        path = self._socket_dir / "mysqld.sock"
+        if len(str(path)) > MAX_SOCKET_PATH:
+            raise ConfigError(
+                f"unix socket path {path} is {len(str(path))} bytes; "
+                f"the limit is {MAX_SOCKET_PATH}",
+                hint="set TMPDIR to a short directory such as /tmp",
+            )
+        return path
+
+    def endpoint(self, database: str) -> Endpoint:
+        return Endpoint(user="root", database=database, socket=str(self.socket_path))
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def initialize(self) -> float:
+        """Create and initialise an empty datadir; returns the seconds it took."""
+        if not os.access(self.home.parent, os.W_OK) and self.home.parent.exists():
+            raise ConfigError(f"{self.home.parent} is not writable")
+        self.home.mkdir(parents=True, exist_ok=True)
+        dd.mark_owned(self.datadir, role="datadir")
+        started = time.monotonic()
+        out = self.home / "initialize.log"
+        argv = self._initialize_argv()
+        done = proc.run(argv, timeout_s=_INIT_TIMEOUT_S, stdout=out, merge_stderr=True)
+        if done.returncode != 0 or done.timed_out:
+            raise ServerError(
+                f"server '{self.name}': initialising the datadir failed (exit {done.returncode}): "
+                + tail(out, 3).replace("\n", " | ")
+            )
+        return time.monotonic() - started
+
+    def _initialize_argv(self) -> list[str]:
+        b = self.binary
+        if b.flavor == "mariadb":
+            assert b.install_db is not None
+            argv = [
+                str(b.install_db),
+                "--no-defaults",
+                f"--datadir={self.datadir}",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ]
+            if b.basedir:
+                argv.append(f"--basedir={b.basedir}")
+            if _is_root():
+                argv.append("--user=root")
+            return argv
+        argv = [str(b.mysqld), "--no-defaults", "--initialize-insecure"]
+        argv.append(f"--datadir={self.datadir}")
+        if b.basedir:
+            argv.append(f"--basedir={b.basedir}")
+        if _is_root():
+            argv.append("--user=root")
+        return argv
+
+    def start(self, config: Mapping[str, Any]) -> float:
+        """Write my.cnf from ``config`` and start; returns seconds until the server answered."""
+        if self.is_running:
+            raise ServerError(f"server '{self.name}' is already running")
+        self.port = self._choose_port()
+        self.my_cnf.write_text(render_my_cnf({**self._base_settings(), **config}))
+        log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
+        argv = [str(self.binary.mysqld), f"--defaults-file={self.my_cnf}"]
+        if self.cpus:
+            argv = ["taskset", "-c", ",".join(map(str, self.cpus)), *argv]
+        started = time.monotonic()
+        self._child = proc.spawn(argv, stdout=self.home / "mysqld.stdout", merge_stderr=True)
+        self._wait_ready(log_offset)
+        return time.monotonic() - started
+
+    def _choose_port(self) -> int:
+        if self.fixed_port is None:
+            return free_port()
+        if not port_is_free(self.fixed_port):
+            raise ConfigError(f"server '{self.name}': port {self.fixed_port} on 127.0.0.1 is taken")
+        return self.fixed_port
+
+    def _base_settings(self) -> dict[str, Any]:
+        settings: dict[str, Any] = {
+            "datadir": str(self.datadir),
+            "socket": str(self.socket_path),
+            "port": self.port,
+            "bind-address": "127.0.0.1",
+            "pid-file": str(self.home / "mysqld.pid"),
+            "log-error": str(self.error_log),
+        }
+        if self.binary.basedir:
+            settings["basedir"] = str(self.binary.basedir)
+        if _is_root():
+            settings["user"] = "root"
+        return settings
+
+    def _wait_ready(self, log_offset: int) -> None:
+        assert self._child is not None
+        deadline = time.monotonic() + self.startup_timeout_s
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            done = self._child.poll()
+            if done is not None:
+                self._child = None
+                raise ServerError(
+                    f"server '{self.name}' exited during start-up (exit {done.returncode}): "
+                    + self._log_excerpt(log_offset)
+                )
+            try:
+                self.connect().close()
+                return
+            except pymysql.err.OperationalError as exc:
+                last_error = exc
+                time.sleep(0.1)
+        self.stop()
+        raise ServerError(
+            f"server '{self.name}' did not answer within {self.startup_timeout_s:.0f} s "
+            f"({last_error}): " + self._log_excerpt(log_offset)
+        )
+
+    def _log_excerpt(self, offset: int) -> str:
+        text = tail(self.error_log, _ERROR_LOG_TAIL, offset)
+        important = [ln for ln in text.splitlines() if "[ERROR]" in ln or "Aborting" in ln]
+        return " | ".join(important or text.splitlines()[-3:]) or f"see {self.error_log}"
+
+    @property
+    def is_running(self) -> bool:
+        return self._child is not None and self._child.poll() is None
+
+    def died(self) -> str | None:
+        """A reason if the server was started and has since exited on its own."""
+        if self._child is None:
+            return None
+        done = self._child.poll()
+        if done is None:
+            return None
+        return f"server '{self.name}' died (exit {done.returncode}): " + self._log_excerpt(0)
+
+    def stop(self, timeout_s: float = 120.0) -> float:
+        """SIGTERM and wait (a clean InnoDB shutdown), SIGKILL after ``timeout_s``."""
+        if self._child is None:
+            return 0.0
+        started = time.monotonic()
+        self._child.stop(grace_s=timeout_s)
+        self._child = None
+        return time.monotonic() - started
+
+    def close(self) -> None:
+        """Stop the server and remove the socket directory."""
+        self.stop()
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._child.pid if self._child else None
+
+    # -- SQL ------------------------------------------------------------------------
+
+    def connect(self, database: str | None = None) -> pymysql.Connection:
+        return pymysql.connect(
+            unix_socket=str(self.socket_path),
+            user="root",
+            password="",
+            database=database,
+            connect_timeout=5,
+            autocommit=True,
+        )
+
+    def execute(self, *statements: str) -> None:
+        with contextlib.closing(self.connect()) as conn, conn.cursor() as cur:
+            for sql in statements:
+                cur.execute(sql)
+
+    def prepare_accounts(self, database: str) -> None:
+        """No anonymous accounts (they shadow password logins), and the workload's database."""
+        with contextlib.closing(self.connect()) as conn, conn.cursor() as cur:
+            cur.execute("SELECT user, host FROM mysql.user WHERE user = ''")
+            for _, host in cur.fetchall():
+                cur.execute("DROP USER ''@%s", (host,))
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _short_tmp() -> str:
+    tmp = tempfile.gettempdir()
+    return tmp if len(tmp) < 40 else "/tmp"
