@@ -1,0 +1,224 @@
+"""Command line: turns flags into function calls and results into output and exit codes.
+
+The one error boundary is :func:`main`: a :class:`DbrigError` prints one line
+(``dbrig: error: ...``) and exits with its code; anything else is a bug and
+shows its traceback with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import signal
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from dbrig import __version__, doctor, proc, runner, scenario, store, summary
+from dbrig.errors import EXIT_CELLS_FAILED, EXIT_OK, ConfigError, DbrigError
+
+# Off a terminal (CI logs, pipes) rich would wrap tables at 80 columns.
+_WIDTH = None if sys.stdout.isatty() else 200
+err_console = Console(stderr=True, highlight=False, width=_WIDTH)
+out_console = Console(highlight=False, width=_WIDTH)
+
+
+def _sigterm_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dbrig")
+@click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Benchmark MySQL and MariaDB from one YAML scenario."""
+    ctx.obj = {"debug": debug}
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+
+
+@cli.command()
+@click.argument("scenario_file", required=False, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="Parent folder for the run directory.")
+@click.option("--dry-run", is_flag=True, help="Print the cells and exact commands; run nothing.")
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=click.Path(path_type=Path),
+    help="Continue a saved run: only its missing trials run.",
+)
+@click.option("--retry-failed", is_flag=True, help="With --resume, also rerun failed trials.")
+@click.option("--keep-data", is_flag=True, help="Keep datadirs and snapshots after the run.")
+def run(
+    scenario_file: Path | None,
+    out: Path | None,
+    dry_run: bool,
+    resume_dir: Path | None,
+    retry_failed: bool,
+    keep_data: bool,
+) -> None:
+    """Run every cell of SCENARIO_FILE and save the results."""
+    if (scenario_file is None) == (resume_dir is None):
+        raise ConfigError("run: give a SCENARIO_FILE or --resume RUN_DIR (one of them)")
+    if retry_failed and resume_dir is None:
+        raise ConfigError("--retry-failed: only with --resume RUN_DIR")
+    if resume_dir is not None:
+        run_dir, plan = _resume_plan(resume_dir)
+    else:
+        assert scenario_file is not None
+        plan = scenario.load(scenario_file)
+        run_dir = None
+    if dry_run:
+        _print_dry_run(plan)
+        return
+    tools = runner.preflight(plan)
+    if run_dir is None:
+        run_dir = runner.start_run(plan, out, tools, dt.datetime.now())
+    else:
+        run_dir.update_meta(status="running")
+    _log_to(run_dir.path / "dbrig.log")
+    trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
+    err_console.print(f"dbrig: {len(trials)} trials -> {run_dir.path}")
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    result = runner.Runner(plan, run_dir, tools, keep_data=keep_data, emit=_emit).execute(trials)
+    _print_results(run_dir)
+    out_console.print(f"saved: {result.run_dir}")
+    if result.failed:
+        err_console.print(f"dbrig: {result.failed} of {result.total} trials failed")
+        raise SystemExit(EXIT_CELLS_FAILED)
+
+
+def _resume_plan(resume_dir: Path) -> tuple[store.RunDir, scenario.Plan]:
+    run_dir = store.RunDir.open(resume_dir)
+    meta = run_dir.meta()
+    raw = dict(meta["raw_scenario"])
+    raw.setdefault("seed", meta.get("seed"))
+    plan = scenario.plan_from_dict(raw, source=str(resume_dir / "scenario.yaml"))
+    if plan.digest != meta.get("digest") and "seed" not in meta["raw_scenario"]:
+        plan = scenario.plan_from_dict(dict(meta["raw_scenario"]), source=str(resume_dir))
+    return run_dir, plan
+
+
+def _emit(line: str) -> None:
+    err_console.print(line)
+
+
+def _log_to(path: Path) -> None:
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(min(root.level or logging.INFO, logging.INFO))
+    for h in root.handlers:
+        if h is not handler and isinstance(h, logging.StreamHandler):
+            h.setLevel(max(h.level, logging.WARNING))
+
+
+def _print_dry_run(plan: scenario.Plan) -> None:
+    names = plan.short_names()
+    trials = plan.trials
+    out_console.print(
+        f"scenario {plan.scenario.name}: {len(plan.cells)} cells x {plan.scenario.repeat} "
+        f"repetitions = {len(trials)} trials, order {plan.scenario.order} (seed {plan.seed})"
+    )
+    for line in runner.describe_commands(plan, names):
+        click.echo(line)
+    click.echo("order: " + " ".join(t.id for t in trials))
+
+
+@cli.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+def show(run_dir: Path) -> None:
+    """Print the result table of a saved run."""
+    _print_results(store.RunDir.open(run_dir))
+
+
+def _print_results(run_dir: store.RunDir) -> None:
+    meta = run_dir.meta()
+    results = run_dir.results()
+    table = summary.cell_table(results, meta.get("factors", []), meta.get("factor_labels", {}))
+    pct = meta.get("scenario", {}).get("workload", {}).get("sysbench", {}) or {}
+    headings, rows = summary.render(table, pct.get("percentile"))
+    if not rows:
+        out_console.print("no trials saved yet")
+        return
+    t = Table(title=f"{meta['scenario']['name']}: mean ±95% CI (CV) over repetitions")
+    for h in headings:
+        t.add_column(h, overflow="fold")
+    for row in rows:
+        t.add_row(*row)
+    out_console.print(t)
+
+
+@cli.command("doctor")
+@click.option(
+    "--workdir",
+    type=click.Path(path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+    help="Where runs will be written (checked for filesystem and reflink support).",
+)
+def doctor_cmd(workdir: Path) -> None:
+    """Which servers and tools are found, their versions, and what this host supports."""
+    t = Table(title="dbrig doctor", show_header=True)
+    t.add_column("check")
+    t.add_column("result", overflow="fold")
+    problems = 0
+    for check in doctor.checks(workdir):
+        t.add_row(check.name, ("" if check.ok else "[red]MISSING[/red] ") + check.detail)
+        problems += not check.ok and check.required
+    out_console.print(t)
+    if problems:
+        raise SystemExit(2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        cli.main(args=argv, prog_name="dbrig", standalone_mode=False)
+    except DbrigError as exc:
+        proc.stop_all()
+        if debug:
+            traceback.print_exc()
+        err_console.print(f"dbrig: error: {exc}", markup=False)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        proc.stop_all()
+        err_console.print("dbrig: interrupted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+    except KeyboardInterrupt:
+        proc.stop_all()
+        err_console.print("dbrig: interrupted")
+        sys.exit(130)
+    except SystemExit:
+        proc.stop_all()
+        raise
+    except Exception:
+        proc.stop_all()
+        if debug:
+            raise
+        err_console.print(
+            "dbrig: internal error (a bug): "
+            f"{traceback.format_exc().strip().splitlines()[-1]}; rerun with --debug",
+            markup=False,
+        )
+        sys.exit(70)
+    proc.stop_all()
+    sys.exit(EXIT_OK)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
+    os._exit(0)

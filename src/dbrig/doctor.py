@@ -1,0 +1,87 @@
+"""``dbrig doctor``: what this machine offers a benchmark, checked without running one."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from dbrig import environment
+from dbrig.errors import DbrigError
+from dbrig.proc import which
+from dbrig.server.binary import find_server
+from dbrig.server.sandbox import MAX_SOCKET_PATH
+from dbrig.tools import mysqlslap, stress_ng, sysbench
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    required: bool = True
+
+
+def checks(workdir: Path) -> Iterator[Check]:
+    yield _server()
+    for info, required in ((sysbench.INFO, True), (mysqlslap.INFO, False), (stress_ng.INFO, False)):
+        yield _tool(info, required)
+    yield from _host(workdir)
+
+
+def _server() -> Check:
+    try:
+        b = find_server()
+    except DbrigError as exc:
+        return Check("server", False, str(exc))
+    init = f", init: {b.install_db}" if b.install_db else ", init: mysqld --initialize-insecure"
+    return Check("server", True, f"{b.flavor} {b.version} ({b.mysqld}{init})")
+
+
+def _tool(info, required: bool) -> Check:
+    try:
+        path = which(info.binaries, package=info.package)
+    except DbrigError as exc:
+        return Check(info.name, False, str(exc), required)
+    version = environment.tool_version(path, info.version_args) or "version unknown"
+    return Check(info.name, True, f"{version} ({path})", required)
+
+
+def _host(workdir: Path) -> Iterator[Check]:
+    host = environment.host()
+    yield Check("user", True, "root" if host["is_root"] else f"uid {os.geteuid()} (not root)")
+    yield Check("cpu", True, f"{host['cpu_count']} x {host['cpu_model']}")
+    yield Check("memory", True, f"{host['memory_gib']} GiB")
+    yield Check("kernel", True, f"{host['kernel']} ({host['os']})")
+    target = workdir if workdir.exists() else _existing_parent(workdir)
+    writable = os.access(target, os.W_OK)
+    yield Check(
+        "work dir", writable, f"{workdir.resolve()} ({'writable' if writable else 'NOT writable'})"
+    )
+    if writable:
+        st = environment.storage(target)
+        yield Check(
+            "filesystem",
+            True,
+            f"{st.get('fstype', '?')} on {st.get('device', '?')} (block device "
+            f"{st.get('block_device') or '?'}, I/O scheduler {st.get('io_scheduler') or '?'})",
+        )
+        yield Check(
+            "reflink",
+            True,
+            "yes: snapshots and restores are copy-on-write clones"
+            if st["reflink"]
+            else "no: snapshots and restores are full copies (XFS or btrfs would clone)",
+        )
+    tmp = tempfile.gettempdir()
+    room = MAX_SOCKET_PATH - len(os.path.join(tmp, "dbrig-xxxxxxxx", "mysqld.sock"))
+    yield Check("socket dir", room >= 0, f"{tmp} ({room} bytes to spare under {MAX_SOCKET_PATH})")
+
+
+def _existing_parent(path: Path) -> Path:
+    path = path.resolve()
+    while not path.exists():
+        path = path.parent
+    return path

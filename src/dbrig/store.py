@@ -1,0 +1,181 @@
+"""Run directories: versioned, self-describing, written so a crash loses at most one trial.
+
+Layout of ``runs/<scenario>-<YYYYmmdd-HHMMSS>/``::
+
+    run.json            format_version, scenario (resolved), environment, plan, status
+    scenario.yaml       the file as given
+    dbrig.log           every command started (passwords masked) and every event
+    results.csv         tidy: one row per cell x repetition, a column per factor and metric
+    results.parquet     the same, typed
+    trials/c000-r1/     one folder per repetition of a cell:
+        trial.json        factors, status, reason, timings, metrics, commands
+        workload.out      the tool's raw output (re-parse it years later)
+        intervals.csv     the tool's per-interval series on the run clock
+        cpu.csv ...       samples (see docs/sampling.md)
+    servers/<name>/     managed server: my.cnf, mysqld.err (kept), datadir and snapshots
+                        (removed when the run completes, unless --keep-data)
+
+A trial is written in ``trials/.c000-r1.partial/`` and renamed into place only
+when complete, so a half-written trial is never mistaken for a finished one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import shutil
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dbrig.errors import ConfigError
+from dbrig.server import datadir as dd
+
+FORMAT_VERSION = 1
+RUN_JSON = "run.json"
+TRIAL_JSON = "trial.json"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: missing: this is not a complete dbrig run directory") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+class RunDir:
+    """A run directory on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    # -- creating and opening -------------------------------------------------------
+
+    @classmethod
+    def create(cls, out: Path, name: str, now: dt.datetime) -> RunDir:
+        base = out / f"{name}-{now:%Y%m%d-%H%M%S}"
+        path, n = base, 1
+        while path.exists():
+            n += 1
+            path = base.with_name(f"{base.name}-{n}")
+        try:
+            dd.mark_owned(path, role="run")
+        except PermissionError:
+            raise ConfigError(f"--out {out}: not writable") from None
+        (path / "trials").mkdir()
+        return cls(path)
+
+    @classmethod
+    def open(cls, path: Path) -> RunDir:
+        if not path.is_dir():
+            raise ConfigError(f"{path}: no such run directory")
+        run = cls(path)
+        version = run.meta().get("format_version")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise ConfigError(
+                f"{path / RUN_JSON}: format_version {version!r} is newer than this dbrig "
+                f"understands ({FORMAT_VERSION}): upgrade dbrig"
+            )
+        return run
+
+    # -- run.json -----------------------------------------------------------------
+
+    def meta(self) -> dict[str, Any]:
+        return read_json(self.path / RUN_JSON)
+
+    def write_meta(self, data: Mapping[str, Any]) -> None:
+        write_json_atomic(self.path / RUN_JSON, {"format_version": FORMAT_VERSION, **data})
+
+    def update_meta(self, **changes: Any) -> None:
+        self.write_meta({**self.meta(), **changes})
+
+    # -- trials -------------------------------------------------------------------
+
+    @property
+    def trials_dir(self) -> Path:
+        return self.path / "trials"
+
+    def trial_path(self, trial_id: str) -> Path:
+        return self.trials_dir / trial_id
+
+    @contextlib.contextmanager
+    def writing_trial(self, trial_id: str) -> Iterator[Path]:
+        """A scratch folder that becomes ``trials/<id>`` only if the block finishes."""
+        partial = self.trials_dir / f".{trial_id}.partial"
+        if partial.exists():
+            shutil.rmtree(partial)
+        partial.mkdir(parents=True)
+        try:
+            yield partial
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        final = self.trial_path(trial_id)
+        if final.exists():  # a failed trial being retried
+            shutil.rmtree(final)
+        os.replace(partial, final)
+
+    def trial_records(self) -> dict[str, dict[str, Any]]:
+        """Every finished trial's trial.json, by trial id."""
+        records = {}
+        if not self.trials_dir.is_dir():
+            return records
+        for folder in sorted(self.trials_dir.iterdir()):
+            meta = folder / TRIAL_JSON
+            if not folder.name.startswith(".") and meta.is_file():
+                records[folder.name] = read_json(meta)
+        return records
+
+    # -- tidy results -----------------------------------------------------------------
+
+    def write_results(self, frame: pd.DataFrame) -> None:
+        csv_tmp = self.path / ".results.csv.tmp"
+        frame.to_csv(csv_tmp, index=False)
+        os.replace(csv_tmp, self.path / "results.csv")
+        parquet_tmp = self.path / ".results.parquet.tmp"
+        frame.to_parquet(parquet_tmp, index=False)
+        os.replace(parquet_tmp, self.path / "results.parquet")
+
+    def results(self) -> pd.DataFrame:
+        path = self.path / "results.csv"
+        if not path.exists():
+            return results_frame(self.trial_records().values())
+        return pd.read_csv(path)
+
+
+def results_frame(records: Any) -> pd.DataFrame:
+    """One row per trial: identity, factors, status, timings, metrics."""
+    rows = []
+    for rec in records:
+        row: dict[str, Any] = {
+            "trial": rec["trial"],
+            "cell": rec["cell"],
+            "repetition": rec["repetition"],
+            "server": rec["server"],
+            "status": rec["status"],
+            "reason": rec.get("reason"),
+        }
+        row.update(rec.get("factors", {}))
+        row.update({f"{k}": v for k, v in rec.get("metrics", {}).items()})
+        row.update({f"time_{k}": v for k, v in rec.get("timings", {}).items()})
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        frame = frame.sort_values(["cell", "repetition"], kind="stable").reset_index(drop=True)
+    return frame
+
+
+def find_runs(root: Path) -> list[Path]:
+    return sorted(p.parent for p in root.glob(f"*/{RUN_JSON}"))

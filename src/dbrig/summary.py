@@ -1,0 +1,89 @@
+"""The per-cell result table printed after a run and by ``dbrig show``.
+
+One row per cell: its factors, then each headline metric as the mean over
+repetitions with its 95 % confidence interval and coefficient of variation.
+Only reads saved results.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+# (column in results, heading, format); the first ones found are shown.
+HEADLINE = (
+    ("tps", "TPS", "{:.1f}"),
+    ("qps", "QPS", "{:.0f}"),
+    ("latency_avg_ms", "avg ms", "{:.2f}"),
+    ("latency_pct_ms", "p{pct} ms", "{:.2f}"),
+    ("errors_per_s", "err/s", "{:.2f}"),
+    ("events_per_s", "events/s", "{:.1f}"),
+    ("avg_s", "avg s", "{:.3f}"),
+    ("queries_per_s", "queries/s", "{:.0f}"),
+)
+
+
+def cell_table(
+    results: pd.DataFrame, factors: Sequence[str], labels: Mapping[str, str]
+) -> pd.DataFrame:
+    """Aggregate repetitions: one row per cell with mean, CI and CV per headline metric."""
+    if results.empty:
+        return pd.DataFrame()
+    rows = []
+    for cell, group in results.groupby("cell", sort=True):
+        ok = group[group["status"] == "ok"]
+        row: dict[str, object] = {"cell": cell, "server": group["server"].iloc[0]}
+        for factor in factors:
+            if factor in group:
+                row[labels.get(factor, factor)] = group[factor].iloc[0]
+        row["n"] = f"{len(ok)}/{len(group)}"
+        for column, _, _ in HEADLINE:
+            if column in ok and ok[column].notna().any():
+                row[column] = _mean_ci_cv(ok[column].dropna().tolist())
+        failed = group[group["status"] != "ok"]
+        row["failed"] = "; ".join(str(r) for r in failed["reason"].dropna().unique())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _mean_ci_cv(values: list[float]) -> tuple[float, float | None, float | None]:
+    from dbrig.stats import summarize
+
+    s = summarize(values)
+    half = None if s.ci_high is None or s.mean is None else s.ci_high - s.mean
+    return (s.mean, half, s.cv)
+
+
+def format_cell(value: object, fmt: str) -> str:
+    if not isinstance(value, tuple):
+        return (
+            "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+        )
+    mean, half, cv = value
+    text = fmt.format(mean)
+    if half is not None and not math.isnan(half):
+        text += " ±" + fmt.format(half)
+    if cv is not None and not math.isnan(cv):
+        text += f" ({cv * 100:.1f}%)"
+    return text
+
+
+def render(table: pd.DataFrame, percentile: int | None = None) -> tuple[list[str], list[list[str]]]:
+    """Headings and rows of strings, ready for a terminal table."""
+    if table.empty:
+        return [], []
+    formats = {c: (h.format(pct=percentile or 95), f) for c, h, f in HEADLINE}
+    headings, columns = [], []
+    for column in table.columns:
+        if column == "failed" and not table[column].astype(bool).any():
+            continue
+        if column == "server" and table[column].nunique() == 1:
+            continue
+        headings.append(formats.get(column, (column,))[0])
+        columns.append(column)
+    rows = []
+    for _, record in table.iterrows():
+        rows.append([format_cell(record[c], formats.get(c, ("", "{}"))[1]) for c in columns])
+    return headings, rows
