@@ -1,0 +1,33 @@
+# Two commands on a fresh Debian machine: `make demo` and `make test`.
+# Each does all of its own set-up: Debian packages (when missing), a virtualenv,
+# and dbrig installed into it.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.dbrig-installed
+SYSTEM_PACKAGES := mariadb-server mariadb-client sysbench stress-ng
+
+.PHONY: demo test lint system-packages clean
+
+demo: system-packages $(STAMP)
+	$(BIN)/dbrig run scenarios/quickstart.yaml
+
+test: system-packages $(STAMP)
+	scripts/run-tests.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+system-packages:
+	@scripts/ensure-system-packages.sh $(SYSTEM_PACKAGES)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache
