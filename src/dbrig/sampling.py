@@ -742,25 +742,44 @@ def _sample_process(process: psutil.Process) -> tuple[ProcKey, ProcSample] | Non
     return key, sample
 
 
+def parent_map() -> dict[int, int]:
+    """pid -> parent pid for every process, read straight from /proc/<pid>/stat.
+
+    About ten times cheaper than psutil.process_iter (which builds an object
+    per process): this runs at every tick, and the sampler's own cost counts.
+    """
+    parents: dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return {p.pid: p.info["ppid"] for p in psutil.process_iter(["ppid"]) if p.info["ppid"]}
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # The command name may hold spaces and parentheses: state and ppid follow the last ')'.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            parents[int(entry)] = int(fields[1])
+    return parents
+
+
 def snapshot_processes(roles: Mapping[str, Iterable[int]]) -> dict[str, dict[ProcKey, ProcSample]]:
-    """Sample each role's processes and all their descendants (one scan of the process table)."""
-    table: dict[int, psutil.Process] = {}
-    parent_of: dict[int, int] = {}
-    for process in psutil.process_iter(["ppid"]):
-        table[process.pid] = process
-        if process.info.get("ppid") is not None:
-            parent_of[process.pid] = process.info["ppid"]
+    """Sample each role's processes and all their descendants (one cheap scan of /proc)."""
+    parents = parent_map()
     snapshot: dict[str, dict[ProcKey, ProcSample]] = {}
     for role, pids in roles.items():
         roots = [pid for pid in pids if pid and pid > 0]
         samples: dict[ProcKey, ProcSample] = {}
-        for pid in dict.fromkeys([*roots, *descendants(roots, parent_of)]):
-            process = table.get(pid)
-            if process is None:
-                try:
-                    process = psutil.Process(pid)
-                except _PROCESS_ERRORS:
-                    continue
+        for pid in dict.fromkeys([*roots, *descendants(roots, parents)]):
+            try:
+                process = psutil.Process(pid)
+            except _PROCESS_ERRORS:
+                continue
             sampled = _sample_process(process)
             if sampled is not None:
                 samples[sampled[0]] = sampled[1]

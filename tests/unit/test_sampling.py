@@ -657,3 +657,31 @@ def test_summarize_cell_reads_what_the_samplers_wrote(tmp_path: Path) -> None:
     assert summary["questions_per_s"] == 150.0
     assert summary["buffer_pool_hit_ratio"] == 1.0
     assert "sampler_cpu_pct" in summary
+
+
+def test_parent_map_reads_real_parents_from_proc() -> None:
+    import os
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "5"])
+    try:
+        parents = sampling.parent_map()
+        assert parents[os.getpid()] == os.getppid()
+        assert parents[child.pid] == os.getpid()
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_snapshot_processes_follows_a_role_into_its_children() -> None:
+    import os
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "5"])
+    try:
+        snapshot = sampling.snapshot_processes({"workload": [os.getpid()]})
+        pids = {pid for pid, _ in snapshot["workload"]}
+        assert {os.getpid(), child.pid} <= pids
+    finally:
+        child.kill()
+        child.wait()
