@@ -1,0 +1,169 @@
+"""Operating-system settings as matrix factors: I/O scheduler, read-ahead, page cache.
+
+``system.io_scheduler`` and ``system.read_ahead_kb`` apply to the block device
+under the server's datadir; ``system.drop_caches: true`` empties the page cache
+before every trial. Each value is checked before the run starts (root, the
+device offers it), set before the trial, read back and recorded in the trial,
+and every original value is put back at the end of the run, on error and on
+Ctrl-C.
+
+Seed 003 compared cfq/noop/deadline; today's multi-queue names are none,
+mq-deadline, kyber and bfq, whichever ``/sys/block/<dev>/queue/scheduler``
+offers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dbrig.errors import ConfigError, ServerError
+
+log = logging.getLogger(__name__)
+
+
+class SystemSettings(BaseModel):
+    """The scenario's ``system`` block."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    io_scheduler: str | None = Field(
+        None, description="I/O scheduler of the datadir's block device (none, mq-deadline, ...)"
+    )
+    read_ahead_kb: int | None = Field(
+        None, ge=0, le=1 << 20, description="read-ahead of the datadir's block device, KiB"
+    )
+    drop_caches: bool = Field(False, description="sync and drop the page cache before each trial")
+
+    @property
+    def active(self) -> bool:
+        return self.io_scheduler is not None or self.read_ahead_kb is not None or self.drop_caches
+
+
+def parse_scheduler(text: str) -> tuple[str | None, list[str]]:
+    """(active, offered) from a ``queue/scheduler`` file: ``none [mq-deadline] kyber bfq``."""
+    offered, active = [], None
+    for word in text.split():
+        name = word.strip("[]")
+        offered.append(name)
+        if word.startswith("["):
+            active = name
+    return active, offered
+
+
+class BlockDevice:
+    """The tunables of one block device under ``/sys/block``."""
+
+    def __init__(self, name: str, sys_root: Path = Path("/sys")) -> None:
+        self.name = name
+        self.queue = sys_root / "block" / name / "queue"
+
+    def exists(self) -> bool:
+        return self.queue.is_dir()
+
+    def scheduler(self) -> tuple[str | None, list[str]]:
+        return parse_scheduler(self._read("scheduler"))
+
+    def read_ahead_kb(self) -> int:
+        return int(self._read("read_ahead_kb"))
+
+    def set_scheduler(self, name: str) -> str:
+        self._write("scheduler", name)
+        active, _ = self.scheduler()
+        if active != name:
+            raise ServerError(
+                f"system.io_scheduler: set {name} on {self.name}, reads back {active}"
+            )
+        return active
+
+    def set_read_ahead_kb(self, kib: int) -> int:
+        self._write("read_ahead_kb", str(kib))
+        value = self.read_ahead_kb()
+        if value != kib:
+            raise ServerError(f"system.read_ahead_kb: set {kib} on {self.name}, reads back {value}")
+        return value
+
+    def _read(self, leaf: str) -> str:
+        return (self.queue / leaf).read_text().strip()
+
+    def _write(self, leaf: str, value: str) -> None:
+        try:
+            (self.queue / leaf).write_text(value)
+        except OSError as exc:
+            raise ServerError(
+                f"cannot write {value} to {self.queue / leaf}: {exc.strerror or exc}"
+            ) from None
+
+
+def check(
+    wanted: list[SystemSettings], device: BlockDevice | None, *, is_root: bool | None = None
+) -> None:
+    """Refuse, before anything runs, settings this machine cannot apply."""
+    active = [s for s in wanted if s.active]
+    if not active:
+        return
+    root = os.geteuid() == 0 if is_root is None else is_root
+    if not root:
+        raise ConfigError("system: changing the I/O scheduler, read-ahead or caches needs root")
+    needs_device = any(s.io_scheduler or s.read_ahead_kb is not None for s in active)
+    if not needs_device:
+        return
+    if device is None or not device.exists():
+        name = device.name if device else "?"
+        raise ConfigError(f"system: no block device queue for the datadir ({name}) under /sys")
+    _, offered = device.scheduler()
+    for s in active:
+        if s.io_scheduler and s.io_scheduler not in offered:
+            raise ConfigError(
+                f"system.io_scheduler: '{s.io_scheduler}' is not offered by {device.name} "
+                f"(expected one of: {', '.join(offered)})"
+            )
+
+
+class SystemState:
+    """Applies settings trial by trial and puts the originals back at the end."""
+
+    def __init__(self, device: BlockDevice | None, drop_caches_file: Path | None = None) -> None:
+        self.device = device
+        self.drop_caches_file = drop_caches_file or Path("/proc/sys/vm/drop_caches")
+        self._original: dict[str, Any] = {}
+
+    def apply(self, settings: SystemSettings) -> dict[str, Any]:
+        """Set what the trial asks for; returns the values read back, for the trial record."""
+        applied: dict[str, Any] = {}
+        if settings.io_scheduler and self.device:
+            self._remember("io_scheduler", lambda: self.device.scheduler()[0])
+            applied["io_scheduler"] = self.device.set_scheduler(settings.io_scheduler)
+        if settings.read_ahead_kb is not None and self.device:
+            self._remember("read_ahead_kb", self.device.read_ahead_kb)
+            applied["read_ahead_kb"] = self.device.set_read_ahead_kb(settings.read_ahead_kb)
+        if settings.drop_caches:
+            os.sync()
+            self.drop_caches_file.write_text("3\n")
+            applied["drop_caches"] = True
+        return applied
+
+    def _remember(self, key: str, read: Any) -> None:
+        if key not in self._original:
+            self._original[key] = read()
+
+    def restore(self) -> None:
+        """Put every changed setting back as it was before the run."""
+        if not self.device:
+            return
+        original = dict(self._original)
+        self._original.clear()
+        if original.get("io_scheduler"):
+            self._quietly(self.device.set_scheduler, original["io_scheduler"])
+        if "read_ahead_kb" in original:
+            self._quietly(self.device.set_read_ahead_kb, original["read_ahead_kb"])
+
+    def _quietly(self, setter: Any, value: Any) -> None:
+        try:
+            setter(value)
+        except ServerError as exc:
+            log.error("putting back a system setting failed: %s", exc)

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dbrig.errors import ConfigError
+from dbrig.system import BlockDevice, SystemSettings, check, parse_scheduler
+
+
+def test_parse_scheduler_reads_active_and_offered() -> None:
+    assert parse_scheduler("none [mq-deadline] kyber bfq\n") == (
+        "mq-deadline",
+        ["none", "mq-deadline", "kyber", "bfq"],
+    )
+    assert parse_scheduler("[none]") == ("none", ["none"])
+    assert parse_scheduler("") == (None, [])
+
+
+def fake_device(tmp_path: Path, scheduler: str = "none [mq-deadline] kyber") -> BlockDevice:
+    queue = tmp_path / "block" / "vdz" / "queue"
+    queue.mkdir(parents=True)
+    (queue / "scheduler").write_text(scheduler + "\n")
+    (queue / "read_ahead_kb").write_text("128\n")
+    return BlockDevice("vdz", sys_root=tmp_path)
+
+
+def test_check_accepts_an_offered_scheduler(tmp_path: Path) -> None:
+    check([SystemSettings(io_scheduler="kyber")], fake_device(tmp_path), is_root=True)
+
+
+def test_check_refuses_a_scheduler_the_device_does_not_offer(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"system.io_scheduler: 'bfq' is not offered by vdz"):
+        check([SystemSettings(io_scheduler="bfq")], fake_device(tmp_path), is_root=True)
+
+
+def test_check_needs_root_only_when_something_is_set(tmp_path: Path) -> None:
+    device = fake_device(tmp_path)
+    check([SystemSettings()], device, is_root=False)
+    with pytest.raises(ConfigError, match="needs root"):
+        check([SystemSettings(drop_caches=True)], device, is_root=False)
+
+
+def test_check_refuses_a_missing_device(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no block device queue"):
+        check([SystemSettings(read_ahead_kb=64)], BlockDevice("nope", tmp_path), is_root=True)
+
+
+def test_read_ahead_is_read_from_the_queue(tmp_path: Path) -> None:
+    assert fake_device(tmp_path).read_ahead_kb() == 128
+
+
+def test_settings_reject_unknown_keys() -> None:
+    with pytest.raises(ValueError):
+        SystemSettings.model_validate({"io_sched": "none"})
