@@ -28,7 +28,10 @@ then 8 cores at 20..100 %)::
       - {interference.stress-ng.cpu: [0, 1, 2], interference.stress-ng.cpu_load: [90]}
       - {interference.stress-ng.cpu: [2], interference.stress-ng.cpu_load: [20, 60, 100]}
 
-The key ``server`` chooses among the named ``servers:``.
+The key ``server`` chooses among the named ``servers:``. A path must name a key of
+the schema, and under ``servers.`` and ``workload.`` a server or tool the file names;
+``stress-ng`` and ``stress_ng`` (like my.cnf's ``a-b`` and ``a_b``) are one key, so a
+matrix value replaces the file's own spelling instead of adding a second key.
 """
 
 from __future__ import annotations
@@ -289,7 +292,9 @@ def read_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {where}YAML syntax error: {problem}") from None
     if not isinstance(data, dict):
         got = "an empty file" if data is None else f"a {type(data).__name__}"
-        raise ConfigError(f"{path}: expected a mapping of scenario keys at the top level, got {got}")
+        raise ConfigError(
+            f"{path}: expected a mapping of scenario keys at the top level, got {got}"
+        )
     return data
 
 
@@ -319,8 +324,6 @@ def validate(raw: Mapping[str, Any], source: str, context: str = "") -> Scenario
         raise ConfigError(f"{source}: {context}{describe_error(exc)}") from None
     except ConfigError as exc:  # a driver's cross-field check, already naming its key
         raise ConfigError(f"{source}: {context}{exc.message}", hint=exc.hint) from None
-    except ConfigError as exc:  # a driver's check across fields; it names its own key path
-        raise ConfigError(f"{source}: {context}{exc.message}", hint=exc.hint) from None
 
 
 def _with_default_kinds(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -335,14 +338,19 @@ def _with_default_kinds(raw: Mapping[str, Any]) -> dict[str, Any]:
     return data
 
 
-_VALID_PREFIX = "Input should be a valid "
+_SHOULD = "Input should be "
 
 
 def describe_error(exc: ValidationError) -> str:
-    """The first pydantic error as ``key.path: what was expected (got X)``, on one line."""
-    errors = exc.errors()
-    err = errors[0]
-    loc, parent = _schema_loc(err["loc"])
+    """One pydantic error as ``key.path: what was expected (got X)``, on one line.
+
+    Of the errors under the first one's top-level key, the deepest is the most precise:
+    a union (``matrix``, ``config`` values) reports one error per member it tried.
+    """
+    errors = [(e, *_schema_loc(e["loc"])) for e in exc.errors()]
+    top = errors[0][1][:1]
+    candidates = [e for e in errors if e[1][:1] == top]
+    err, loc, parent = max(candidates, key=lambda e: len(e[1]))
     path = _join_loc(loc) or "scenario"
     kind = err["type"]
     got = err.get("input")
@@ -358,9 +366,9 @@ def describe_error(exc: ValidationError) -> str:
     if kind == "invalid_key":
         return f"{_join_loc(loc[:-1]) or 'scenario'}: keys must be strings (got {got!r})"
     message = err["msg"].removeprefix("Value error, ")
-    alternatives = [e["msg"] for e in errors if _schema_loc(e["loc"])[0] == loc]
-    if len(alternatives) > 1 and all(m.startswith(_VALID_PREFIX) for m in alternatives):
-        message = _VALID_PREFIX + _or_list([m.removeprefix(_VALID_PREFIX) for m in alternatives])
+    alternatives = [e["msg"] for e, other, _ in errors if other == loc]
+    if len(alternatives) > 1 and all(m.startswith(_SHOULD) for m in alternatives):
+        message = _SHOULD + _or_list([m.removeprefix(_SHOULD) for m in alternatives])
     shown = "" if isinstance(got, dict | list) or kind.startswith("value_error") else _got(got)
     return " ".join(f"{path}: {message}{shown}".split("\n"))
 
@@ -401,17 +409,23 @@ def _schema_loc(loc: Sequence[str | int]) -> tuple[list[str | int], Any]:
 
 def _member_for_tag(tag: str, members: list[Any]) -> Any:
     for member in members:
-        if isinstance(member, type) and issubclass(member, BaseModel):
-            if tag == member.__name__ or any(
-                tag in typing.get_args(f.annotation)
-                for f in member.model_fields.values()
-                if typing.get_origin(f.annotation) is Literal
-            ):
-                return member
+        if isinstance(member, type) and issubclass(member, BaseModel) and tag in _tags(member):
+            return member
         origin = typing.get_origin(member) or member
         if tag.split("[")[0] == getattr(origin, "__name__", "").lower():
             return member
     return None
+
+
+def _tags(model: type[BaseModel]) -> set[str]:
+    """The names a union may give this member: its class name and its discriminator
+    (a field holding a single literal, like ``kind: Literal["managed"]``)."""
+    tags = {model.__name__}
+    for field in model.model_fields.values():
+        values = typing.get_args(field.annotation)
+        if typing.get_origin(field.annotation) is Literal and len(values) == 1:
+            tags.add(str(values[0]))
+    return tags
 
 
 def _join_loc(loc: Sequence[str | int]) -> str:
@@ -435,12 +449,31 @@ def matrix_blocks(matrix: dict | list, source: str) -> list[Block]:
         block: Block = []
         for key, values in raw.items():
             paths = tuple(p.strip() for p in key.split(","))
+            if not all(paths):
+                raise ConfigError(f"{source}: {where}: key '{key}' has an empty path")
             if not values:
                 raise ConfigError(f"{source}: {where}.{key}: expected a non-empty list of values")
             rows = [_row(v, paths, f"{where}.{key}", source) for v in values]
             block.append((paths, rows))
+        _refuse_overlaps([p for paths, _ in block for p in paths], where, source)
         blocks.append(block)
-    return blocks
+    return blocks or [[]]
+
+
+def _refuse_overlaps(paths: list[str], where: str, source: str) -> None:
+    """Two keys of one block setting the same value would silently overwrite each other."""
+    for i, path in enumerate(paths):
+        for other in paths[:i]:
+            a, b = _same_spelling(path), _same_spelling(other)
+            if a == b:
+                raise ConfigError(f"{source}: {where}: '{path}' is given twice")
+            if a.startswith(b + ".") or b.startswith(a + "."):
+                raise ConfigError(f"{source}: {where}: '{path}' and '{other}' overlap")
+
+
+def _same_spelling(key: str) -> str:
+    """``stress-ng`` and ``stress_ng`` (and my.cnf's ``a-b`` and ``a_b``) name one key."""
+    return key.replace("-", "_")
 
 
 def _row(value: Any, paths: tuple[str, ...], where: str, source: str) -> tuple[Any, ...]:
@@ -459,7 +492,7 @@ def expand(raw: dict[str, Any], blocks: list[Block], base: Scenario, source: str
     seen: set[str] = set()
     for block in blocks:
         for factors in _cross(block):
-            key = json.dumps(factors, sort_keys=True, default=str)
+            key = json.dumps(sorted(factors, key=lambda f: f[0]), default=str)
             if key in seen:
                 continue
             seen.add(key)
@@ -510,12 +543,21 @@ def _make_cell(
 def _deep_set(data: dict, parts: list[str], value: Any) -> None:
     node = data
     for part in parts[:-1]:
-        child = node.get(part)
+        key = _existing_key(node, part)
+        child = node.get(key)
         if not isinstance(child, dict):
             child = {}
-            node[part] = child
+            node[key] = child
         node = child
-    node[parts[-1]] = value
+    node[_existing_key(node, parts[-1])] = value
+
+
+def _existing_key(node: dict, part: str) -> str:
+    """The file's own spelling of ``part``, so a matrix value replaces it rather than
+    adding a second key (``stress_ng`` next to ``stress-ng``)."""
+    if part in node:
+        return part
+    return next((k for k in node if _same_spelling(str(k)) == _same_spelling(part)), part)
 
 
 def check_path(path: str, raw: Mapping[str, Any], source: str) -> None:
@@ -526,17 +568,43 @@ def check_path(path: str, raw: Mapping[str, Any], source: str) -> None:
         return
     if path in ("matrix", "repeat", "order", "seed", "out", "name") or path.startswith("matrix."):
         raise ConfigError(f"{source}: matrix: '{path}' cannot vary within a run")
-    model: Any = Scenario
-    walked: list[str] = []
-    for part in path.split("."):
-        model = _child_type(model, part)
-        if model is None:
-            where = ".".join(walked) or "the scenario"
+    parts = path.split(".")
+    annotation: Any = Scenario
+    for i, part in enumerate(parts):
+        child = _child_type(annotation, part)
+        if child is None:
+            where = ".".join(parts[:i]) or "the scenario"
             raise ConfigError(
                 f"{source}: matrix: '{path}' names nothing: '{part}' is not a key of {where}"
-                + _expected_keys(walked)
+                + _expected_keys(annotation)
             )
-        walked.append(part)
+        annotation = child
+    _check_names(path, parts, raw, source)
+
+
+def _check_names(path: str, parts: list[str], raw: Mapping[str, Any], source: str) -> None:
+    """The schema allows any server or tool name; the file decides which ones exist."""
+    head, name = parts[0], parts[1] if len(parts) > 1 else None
+    servers = raw.get("servers") if isinstance(raw.get("servers"), dict) else {}
+    if head == "server" and servers:
+        raise ConfigError(
+            f"{source}: matrix: '{path}': this scenario names its servers under 'servers:' "
+            f"(write servers.<name>.{'.'.join(parts[1:])})"
+        )
+    if head == "servers" and name is not None and name not in servers:
+        choices = f"expected one of: {', '.join(servers)}" if servers else "there is no 'servers:'"
+        raise ConfigError(
+            f"{source}: matrix: '{path}': server '{name}' is not in servers: ({choices})"
+        )
+    tools = [str(t) for t in raw["workload"]] if isinstance(raw.get("workload"), dict) else []
+    if head == "workload" and name is not None and tools and not _spelled_as_one_of(name, tools):
+        raise ConfigError(
+            f"{source}: matrix: '{path}': the workload is {', '.join(tools)}, not {name}"
+        )
+
+
+def _spelled_as_one_of(name: str, names: list[str]) -> bool:
+    return _same_spelling(name) in {_same_spelling(n) for n in names}
 
 
 def _child_type(model: Any, part: str | int) -> Any:
