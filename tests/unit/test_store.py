@@ -1,0 +1,253 @@
+"""Run directories: creating, opening, writing trials atomically, tidy results, resuming."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dbrig.errors import ConfigError
+from dbrig.runner import pending_trials
+from dbrig.scenario import plan_from_dict
+from dbrig.server.datadir import MARKER
+from dbrig.store import FORMAT_VERSION, TRIAL_JSON, RunDir, find_runs, results_frame
+
+NOW = dt.datetime(2026, 3, 14, 15, 9, 26)
+
+
+def record(cell: str, rep: int, status: str = "ok", **extra) -> dict:
+    rec = {
+        "trial": f"{cell}-r{rep}",
+        "cell": cell,
+        "repetition": rep,
+        "server": "default",
+        "status": status,
+        "reason": None if status == "ok" else "sysbench exited with status 1",
+        "factors": {},
+        "metrics": {},
+        "timings": {},
+    }
+    rec.update(extra)
+    return rec
+
+
+def save_trial(run: RunDir, rec: dict) -> None:
+    with run.writing_trial(rec["trial"]) as folder:
+        (folder / TRIAL_JSON).write_text(json.dumps(rec))
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> RunDir:
+    created = RunDir.create(tmp_path / "runs", "quick", NOW)
+    created.write_meta({"status": "running"})
+    return created
+
+
+# -- creating and opening --------------------------------------------------------------------
+
+
+def test_create_makes_a_marked_directory(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path / "runs", "quick", NOW)
+    assert run.path == tmp_path / "runs" / "quick-20260314-150926"
+    assert (run.path / MARKER).is_file()
+    assert run.trials_dir.is_dir()
+    assert run.trial_records() == {}
+
+
+def test_create_never_reuses_an_existing_name(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    (out / "quick-20260314-150926").mkdir(parents=True)  # someone else's folder
+    (out / "quick-20260314-150926" / "notes.txt").write_text("mine")
+    paths = [RunDir.create(out, "quick", NOW).path for _ in range(3)]
+    assert [p.name for p in paths] == [
+        "quick-20260314-150926-2",
+        "quick-20260314-150926-3",
+        "quick-20260314-150926-4",
+    ]
+    assert (out / "quick-20260314-150926" / "notes.txt").read_text() == "mine"
+    assert not (out / "quick-20260314-150926" / MARKER).exists()
+
+
+def test_open_reads_back_what_was_written(run: RunDir) -> None:
+    run.update_meta(seed=3)
+    opened = RunDir.open(run.path)
+    assert opened.meta() == {"format_version": FORMAT_VERSION, "status": "running", "seed": 3}
+    assert find_runs(run.path.parent) == [run.path]
+
+
+def test_open_refuses_a_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        RunDir.open(tmp_path / "nothing")
+    assert str(info.value) == f"{tmp_path / 'nothing'}: no such run directory"
+
+
+def test_open_refuses_a_directory_without_run_json(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"run\.json: missing"):
+        RunDir.open(tmp_path)
+
+
+def test_open_refuses_a_newer_format_version(run: RunDir) -> None:
+    (run.path / "run.json").write_text(json.dumps({"format_version": FORMAT_VERSION + 1}))
+    with pytest.raises(ConfigError) as info:
+        RunDir.open(run.path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(str(run.path / "run.json"))
+    assert f"format_version {FORMAT_VERSION + 1}" in message
+    assert "upgrade dbrig" in message
+
+
+@pytest.mark.parametrize("content", ["{}", '{"format_version": "1"}', "{not json"])
+def test_open_refuses_an_unreadable_run_json(run: RunDir, content: str) -> None:
+    (run.path / "run.json").write_text(content)
+    with pytest.raises(ConfigError) as info:
+        RunDir.open(run.path)
+    assert "\n" not in str(info.value)
+
+
+# -- writing trials --------------------------------------------------------------------------
+
+
+def test_writing_trial_renames_into_place_on_success(run: RunDir) -> None:
+    with run.writing_trial("c000-r1") as folder:
+        assert folder.name.startswith(".")  # hidden while incomplete
+        (folder / "workload.out").write_text("output")
+        assert not run.trial_path("c000-r1").exists()
+    assert (run.trial_path("c000-r1") / "workload.out").read_text() == "output"
+    assert [p.name for p in run.trials_dir.iterdir()] == ["c000-r1"]
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt()])
+def test_writing_trial_removes_the_partial_folder_on_an_exception(
+    run: RunDir, error: BaseException
+) -> None:
+    with pytest.raises(type(error)), run.writing_trial("c000-r1") as folder:
+        (folder / "workload.out").write_text("half")
+        raise error
+    assert list(run.trials_dir.iterdir()) == []
+
+
+def test_writing_trial_replaces_an_older_failed_trial(run: RunDir) -> None:
+    save_trial(run, record("c000", 1, "failed"))
+    (run.trial_path("c000-r1") / "stale.csv").write_text("old")
+    save_trial(run, record("c000", 1))
+    assert run.trial_records()["c000-r1"]["status"] == "ok"
+    assert not (run.trial_path("c000-r1") / "stale.csv").exists()
+
+
+def test_writing_trial_clears_a_partial_left_by_a_crash(run: RunDir) -> None:
+    leftover = run.trials_dir / ".c000-r1.partial"
+    leftover.mkdir()
+    (leftover / "junk").write_text("x")
+    save_trial(run, record("c000", 1))
+    assert sorted(p.name for p in run.trial_path("c000-r1").iterdir()) == [TRIAL_JSON]
+    assert not leftover.exists()
+
+
+def test_trial_records_ignore_hidden_partial_and_incomplete_folders(run: RunDir) -> None:
+    save_trial(run, record("c001", 1))
+    save_trial(run, record("c000", 2, "failed"))
+    (run.trials_dir / ".c000-r1.partial").mkdir()
+    (run.trials_dir / ".c000-r1.partial" / TRIAL_JSON).write_text("{}")
+    (run.trials_dir / ".hidden").mkdir()
+    (run.trials_dir / "c002-r1").mkdir()  # no trial.json
+    records = run.trial_records()
+    assert list(records) == ["c000-r2", "c001-r1"]
+    assert records["c000-r2"]["status"] == "failed"
+
+
+# -- tidy results ----------------------------------------------------------------------------
+
+
+def two_cells() -> list[dict]:
+    return [
+        record(
+            "c001",
+            1,
+            factors={"workload.sysbench.threads": 2, "server.config.x": "1G"},
+            metrics={"tps": 210.5, "latency_avg_ms": 9.5},
+            timings={"run_s": 10.2},
+        ),
+        record(
+            "c000",
+            2,
+            "failed",
+            factors={"workload.sysbench.threads": 1, "server.config.x": "128M"},
+        ),
+        record(
+            "c000",
+            1,
+            factors={"workload.sysbench.threads": 1, "server.config.x": "128M"},
+            metrics={"tps": 101.0, "latency_avg_ms": 9.9},
+            timings={"run_s": 10.1},
+        ),
+    ]
+
+
+def test_results_frame_has_one_row_per_trial_with_factors_and_metrics() -> None:
+    frame = results_frame(two_cells())
+    assert list(frame.columns) == [
+        "trial",
+        "cell",
+        "repetition",
+        "server",
+        "status",
+        "reason",
+        "workload.sysbench.threads",
+        "server.config.x",
+        "tps",
+        "latency_avg_ms",
+        "time_run_s",
+    ]
+    assert list(frame["trial"]) == ["c000-r1", "c000-r2", "c001-r1"]  # sorted by cell, repetition
+    assert list(frame["workload.sysbench.threads"]) == [1, 1, 2]
+    assert list(frame["status"]) == ["ok", "failed", "ok"]
+    assert frame.loc[1, "reason"] == "sysbench exited with status 1"
+    assert pd.isna(frame.loc[1, "tps"])
+    assert frame.loc[2, "time_run_s"] == 10.2
+
+
+def test_results_frame_of_nothing_is_empty() -> None:
+    assert results_frame([]).empty
+
+
+def test_write_results_csv_and_parquet_read_back_equal(run: RunDir) -> None:
+    frame = results_frame(two_cells())
+    run.write_results(frame)
+    pd.testing.assert_frame_equal(pd.read_parquet(run.path / "results.parquet"), frame)
+    pd.testing.assert_frame_equal(pd.read_csv(run.path / "results.csv"), frame)
+    pd.testing.assert_frame_equal(run.results(), frame)
+    assert not list(run.path.glob(".results*"))
+
+
+def test_results_without_a_csv_come_from_the_trials(run: RunDir) -> None:
+    for rec in two_cells():
+        save_trial(run, rec)
+    pd.testing.assert_frame_equal(run.results(), results_frame(two_cells()))
+
+
+# -- resuming --------------------------------------------------------------------------------
+
+
+def test_pending_trials_are_the_saved_order_minus_the_saved_trials(run: RunDir) -> None:
+    plan = plan_from_dict(
+        {
+            "name": "quick",
+            "workload": {"sysbench": {}},
+            "matrix": {"workload.sysbench.threads": [1, 2]},
+            "repeat": 2,
+            "seed": 9,
+        }
+    )
+    order = ["c001-r1", "c000-r1", "c000-r2", "c001-r2"]
+    run.update_meta(trials=order)
+    save_trial(run, record("c001", 1))
+    save_trial(run, record("c000", 2, "failed"))
+    pending = pending_trials(plan, run, retry_failed=False)
+    assert [t.id for t in pending] == ["c000-r1", "c001-r2"]
+    assert pending[0].cell is plan.cells[0]
+    retried = pending_trials(plan, run, retry_failed=True)
+    assert [t.id for t in retried] == ["c000-r1", "c000-r2", "c001-r2"]

@@ -1,0 +1,183 @@
+"""What a run prints: the per-cell table, derived per-unit costs and the progress lines."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from dbrig.runner import Progress, derived_costs
+from dbrig.scenario import plan_from_dict
+from dbrig.stats import summarize
+from dbrig.summary import cell_table, format_cell, render
+
+THREADS = "workload.sysbench.threads"
+
+
+def trial(cell: str, rep: int, threads: int, tps: float | None, p95: float | None, reason=None):
+    return {
+        "trial": f"{cell}-r{rep}",
+        "cell": cell,
+        "repetition": rep,
+        "server": "default",
+        "status": "failed" if reason else "ok",
+        "reason": reason,
+        THREADS: threads,
+        "tps": tps,
+        "latency_pct_ms": p95,
+    }
+
+
+@pytest.fixture
+def results() -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            trial("c000", 1, 1, 100.0, 5.0),
+            trial("c000", 2, 1, 110.0, 6.0),
+            trial("c001", 1, 2, 200.0, 4.0),
+            # a failed trial's partial numbers must not reach the stats
+            trial("c001", 2, 2, 5.0, 90.0, reason="sysbench exited with status 1"),
+            trial("c001", 3, 2, None, None, reason="server died"),
+        ]
+    )
+
+
+# -- cell_table ------------------------------------------------------------------------------
+
+
+def test_cell_table_has_one_row_per_cell_with_mean_ci_cv(results: pd.DataFrame) -> None:
+    table = cell_table(results, [THREADS], {THREADS: "threads"})
+    assert list(table.columns) == [
+        "cell",
+        "server",
+        "threads",
+        "n",
+        "tps",
+        "latency_pct_ms",
+        "failed",
+    ]
+    first = table.iloc[0]
+    assert (first["cell"], first["threads"], first["n"], first["failed"]) == ("c000", 1, "2/2", "")
+    expected = summarize([100.0, 110.0])
+    mean, half, cv = first["tps"]
+    assert mean == pytest.approx(105.0)
+    assert half == pytest.approx(expected.ci_high - 105.0)
+    assert half == pytest.approx(12.7062 * math.sqrt(50) / math.sqrt(2), rel=1e-4)
+    assert cv == pytest.approx(math.sqrt(50) / 105.0)
+
+
+def test_failed_trials_count_in_n_but_not_in_the_stats(results: pd.DataFrame) -> None:
+    row = cell_table(results, [THREADS], {}).iloc[1]
+    assert row["n"] == "1/3"
+    assert row["tps"] == (200.0, None, None)  # one ok trial: no spread
+    assert row["latency_pct_ms"] == (4.0, None, None)
+    assert row["failed"] == "sysbench exited with status 1; server died"
+    assert row[THREADS] == 2
+
+
+def test_a_cell_where_every_trial_failed(results: pd.DataFrame) -> None:
+    results = pd.concat(
+        [results, pd.DataFrame([trial("c002", 1, 4, None, None, reason="server died")])]
+    )
+    table = cell_table(results, [THREADS], {THREADS: "threads"})
+    row = table.iloc[2]
+    assert (row["n"], row["failed"]) == ("0/1", "server died")
+    assert pd.isna(row["tps"])
+    assert render(table)[1][2][3] == ""
+
+
+def test_cell_table_of_no_results_is_empty() -> None:
+    assert cell_table(pd.DataFrame(), [THREADS], {}).empty
+    assert render(pd.DataFrame()) == ([], [])
+
+
+# -- render ----------------------------------------------------------------------------------
+
+
+def test_render_formats_mean_half_width_and_cv(results: pd.DataFrame) -> None:
+    headings, rows = render(cell_table(results, [THREADS], {THREADS: "threads"}), percentile=99)
+    assert headings == ["cell", "threads", "n", "TPS", "p99 ms", "failed"]  # one server: hidden
+    assert rows == [
+        ["c000", "1", "2/2", "105.0 ±63.5 (6.7%)", "5.50 ±6.35 (12.9%)", ""],
+        ["c001", "2", "1/3", "200.0", "4.00", "sysbench exited with status 1; server died"],
+    ]
+
+
+def test_render_hides_an_empty_failed_column_and_shows_several_servers(
+    results: pd.DataFrame,
+) -> None:
+    ok = results[results["status"] == "ok"].copy()
+    ok.loc[ok["cell"] == "c001", "server"] = "large"
+    headings, rows = render(cell_table(ok, [THREADS], {}))
+    assert headings == ["cell", "server", THREADS, "n", "TPS", "p95 ms"]
+    assert rows[1][:3] == ["c001", "large", "2"]
+
+
+def test_format_cell() -> None:
+    assert format_cell((1234.5, 10.25, 0.031), "{:.1f}") == "1234.5 ±10.2 (3.1%)"
+    assert format_cell((2.0, None, None), "{:.2f}") == "2.00"
+    assert format_cell((2.0, float("nan"), float("nan")), "{:.2f}") == "2.00"
+    assert format_cell(float("nan"), "{}") == ""
+    assert format_cell(None, "{}") == ""
+    assert format_cell("3/3", "{}") == "3/3"
+
+
+# -- derived_costs ---------------------------------------------------------------------------
+
+
+def test_derived_costs_per_transaction_and_per_query() -> None:
+    metrics = {
+        "transactions": 1000.0,
+        "queries_total": 20000.0,
+        "server_cpu_s": 2.5,
+        "server_ctx_switches": 4000.0,
+    }
+    assert derived_costs(metrics) == pytest.approx(
+        {
+            "server_cpu_us_per_txn": 2500.0,
+            "server_cpu_us_per_query": 125.0,
+            "ctx_switches_per_txn": 4.0,
+        }
+    )
+
+
+def test_no_per_transaction_costs_without_transactions() -> None:
+    metrics = {"transactions": 0.0, "queries_total": 0.0, "server_cpu_s": 2.5}
+    assert derived_costs({**metrics, "server_ctx_switches": 10.0}) == {}
+    assert derived_costs({"server_cpu_s": 1.0}) == {}
+    only_queries = derived_costs({**metrics, "queries_total": 500.0})
+    assert only_queries == pytest.approx({"server_cpu_us_per_query": 5000.0})
+
+
+def test_no_costs_without_server_measurements() -> None:
+    assert derived_costs({"transactions": 10.0, "queries_total": 100.0}) == {}
+
+
+# -- progress --------------------------------------------------------------------------------
+
+
+def test_progress_prints_one_line_per_trial_with_an_eta() -> None:
+    plan = plan_from_dict(
+        {
+            "name": "t",
+            "workload": {"sysbench": {}},
+            "matrix": {THREADS: [1, 2]},
+            "order": "sequential",
+        }
+    )
+    first, second = plan.trials
+    lines: list[str] = []
+    now = [100.0]
+    progress = Progress(2, lines.append, clock=lambda: now[0])
+    progress.starting(first, "threads=1")
+    now[0] += 75.0
+    progress.finished(first, "ok", "tps 101.0")
+    progress.starting(second, "threads=2")
+    progress.finished(second, "failed", "server died")
+    assert lines == [
+        "[1/2] c000-r1 threads=1",
+        "    ok: tps 101.0",
+        "[2/2] c001-r1 threads=2  (ETA 1m15s)",
+        "    FAILED: server died",
+    ]
