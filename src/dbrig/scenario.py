@@ -40,7 +40,9 @@ import copy
 import hashlib
 import itertools
 import json
+import os
 import random
+import re
 import types
 import typing
 from collections.abc import Iterator, Mapping, Sequence
@@ -453,11 +455,34 @@ def matrix_blocks(matrix: dict | list, source: str) -> list[Block]:
                 raise ConfigError(f"{source}: {where}: key '{key}' has an empty path")
             if not values:
                 raise ConfigError(f"{source}: {where}.{key}: expected a non-empty list of values")
+            values = host_values(values) if len(paths) == 1 else values
             rows = [_row(v, paths, f"{where}.{key}", source) for v in values]
             block.append((paths, rows))
         _refuse_overlaps([p for paths, _ in block for p in paths], where, source)
         blocks.append(block)
     return blocks or [[]]
+
+
+_HOST_RANGE = re.compile(r"^\s*(\d+|nproc)\s*\.\.\s*(\d+|nproc)\s*$")
+
+
+def host_values(values: list[Any], cpu_count: int | None = None) -> list[Any]:
+    """Values sized to this machine: ``nproc`` is its core count, ``"0..nproc"`` a range.
+
+    So one scenario file scales seed 000's "0, 2, 4, 6, 8 busy cores" to any host.
+    """
+    cores = cpu_count or os.cpu_count() or 1
+    out: list[Any] = []
+    for value in values:
+        match = _HOST_RANGE.match(value) if isinstance(value, str) else None
+        if match:
+            low, high = (cores if g == "nproc" else int(g) for g in match.groups())
+            out.extend(range(low, high + 1))
+        elif value == "nproc":
+            out.append(cores)
+        else:
+            out.append(value)
+    return out
 
 
 def _refuse_overlaps(paths: list[str], where: str, source: str) -> None:

@@ -655,3 +655,29 @@ def test_cell_label_uses_short_names(tmp_path: Path) -> None:
     cell = plan.cells[0]
     assert cell.label(plan.short_names()) == "threads=2 cpu_load=90"
     assert cell.label() == "workload.sysbench.threads=2 interference.stress-ng.cpu_load=90"
+
+
+def test_host_values_scale_a_matrix_to_this_machine() -> None:
+    from dbrig.scenario import host_values
+
+    assert host_values(["0..nproc"], cpu_count=4) == [0, 1, 2, 3, 4]
+    assert host_values(["nproc", 1], cpu_count=8) == [8, 1]
+    assert host_values(["1..3", "x"], cpu_count=2) == [1, 2, 3, "x"]
+
+
+def test_cpu_contention_scenario_scales_to_the_core_count() -> None:
+    import os
+    from pathlib import Path
+
+    from dbrig.scenario import load
+
+    plan = load(Path(__file__).parents[2] / "scenarios" / "cpu-contention.yaml")
+    cores = os.cpu_count() or 1
+    by_cpu = [dict(c.factors)["interference.stress-ng.cpu"] for c in plan.cells]
+    assert sorted(set(by_cpu)) == list(range(cores + 1))
+    loads = [
+        dict(c.factors)["interference.stress-ng.cpu_load"]
+        for c in plan.cells
+        if dict(c.factors)["interference.stress-ng.cpu"] == cores
+    ]
+    assert sorted(set(loads)) == [20, 40, 60, 80, 90, 100]
