@@ -1,0 +1,85 @@
+"""What the compare and history commands share: opening saved runs, percent flags, consoles."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import pandas as pd
+from rich.console import Console
+from rich.text import Text
+
+from dbrig import store
+from dbrig.compare import RunInput
+from dbrig.errors import ConfigError
+
+
+def out_console() -> Console:
+    # Off a terminal (CI logs, pipes) rich would wrap tables at 80 columns.
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+
+
+def err_console() -> Console:
+    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+
+
+def print_line(console: Console, text: str, style: str = "") -> None:
+    """One line as is: no rich markup, never wrapped, so paths and values stay whole."""
+    console.print(Text(text, style=style), soft_wrap=True)
+
+
+def load_run(path: Path, label: str | None = None) -> RunInput:
+    """A complete saved run; ConfigError (exit 2) for anything else.
+
+    Refused: a missing directory or run.json, a newer format_version, a run
+    whose status is not "complete" (still running, interrupted or crashed),
+    and a run with no trial results.
+    """
+    run = store.RunDir.open(path)
+    meta = run.meta()
+    status = meta.get("status")
+    if status != "complete":
+        raise ConfigError(
+            f"{path}: the run is {status or 'of unknown status'}, not complete "
+            f"(finish it with: dbrig run --resume {path})"
+        )
+    try:
+        results = run.results()
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path / 'results.csv'}: unreadable ({exc})") from None
+    if results.empty or "cell" not in results:
+        raise ConfigError(f"{path}: no trial results saved")
+    return RunInput(label or path.name, meta, results)
+
+
+def write_output(path: Path, text: str, flag: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as exc:
+        raise ConfigError(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None
+
+
+class Percent(click.ParamType):
+    """A fraction given as ``5%``, ``5`` (percent) or ``0.05`` (a fraction below 1)."""
+
+    name = "PERCENT"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, float):
+            return value
+        text = str(value).strip()
+        try:
+            number = float(text.removesuffix("%").strip())
+        except ValueError:
+            self.fail(f"{value!r} is not a percentage (e.g. 5%)", param, ctx)
+        fraction = number / 100 if text.endswith("%") or number >= 1 else number
+        if not 0 < fraction < 1:
+            self.fail(f"{value!r} must be between 0 and 100 %", param, ctx)
+        return fraction
+
+
+PERCENT = Percent()
+ALPHA = click.FloatRange(0, 1, min_open=True, max_open=True)

@@ -1,0 +1,188 @@
+"""``dbrig compare``: baseline versus candidate, with a verdict per cell and metric."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from dbrig import compare
+from dbrig import compare_output as output
+from dbrig.commands._common import (
+    ALPHA,
+    PERCENT,
+    err_console,
+    load_run,
+    out_console,
+    print_line,
+    write_output,
+)
+from dbrig.errors import EXIT_CELLS_FAILED, ConfigError
+
+_STYLES = {
+    "worse": "bold red",
+    "better": "green",
+    "failed": "bold magenta",
+    "incomparable": "yellow",
+    "changed": "cyan",
+    "inconclusive": "dim",
+    "insufficient data": "dim",
+}
+
+_OUTPUT = click.Path(path_type=Path, dir_okay=False)
+
+
+@click.command("compare")
+@click.argument(
+    "runs", nargs=-1, required=True, metavar="BASE_RUN [CAND_RUN]", type=click.Path(path_type=Path)
+)
+@click.option("--by", metavar="FACTOR", help="Compare two groups of one RUN split on FACTOR.")
+@click.option("--baseline", metavar="VALUE", help="With --by: the FACTOR value to compare against.")
+@click.option(
+    "--threshold",
+    type=PERCENT,
+    default="5%",
+    show_default=True,
+    help="Smallest change that counts as better or worse.",
+)
+@click.option("--alpha", type=ALPHA, default=0.05, show_default=True, help="Significance level.")
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="NAME",
+    help="Metric column to compare (repeat, or comma-separate). Default: the headline metrics.",
+)
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any verdict is worse.")
+@click.option(
+    "--allow-env-diff",
+    is_flag=True,
+    help="Give verdicts even when the environments differ (the differences are still listed).",
+)
+@click.option("--junit", type=_OUTPUT, help="Write JUnit XML (a testcase per cell and metric).")
+@click.option("--markdown", type=_OUTPUT, help="Write Markdown (for a PR comment).")
+@click.option("--json", "json_path", type=_OUTPUT, help="Write the full comparison as JSON.")
+@click.option("--html", type=_OUTPUT, help="Write a self-contained HTML page.")
+def compare_command(
+    runs: tuple[Path, ...],
+    by: str | None,
+    baseline: str | None,
+    threshold: float,
+    alpha: float,
+    metrics: tuple[str, ...],
+    fail_on_regression: bool,
+    allow_env_diff: bool,
+    junit: Path | None,
+    markdown: Path | None,
+    json_path: Path | None,
+    html: Path | None,
+) -> None:
+    """Compare BASE_RUN with CAND_RUN, or two groups of one RUN with --by FACTOR.
+
+    \b
+    dbrig compare BASE_RUN CAND_RUN [--threshold 5%] [--fail-on-regression]
+    dbrig compare RUN --by server [--baseline VALUE]
+    """
+    report = build_report(
+        runs,
+        by=by,
+        baseline=baseline,
+        metrics=_split(metrics),
+        threshold=threshold,
+        alpha=alpha,
+        allow_env_diff=allow_env_diff,
+    )
+    print_report(report)
+    for path, render, flag in (
+        (junit, output.to_junit, "--junit"),
+        (markdown, output.to_markdown, "--markdown"),
+        (json_path, output.to_json, "--json"),
+        (html, output.to_html, "--html"),
+    ):
+        if path is not None:
+            write_output(path, render(report), flag)
+    if fail_on_regression and report.regressions:
+        print_line(
+            err_console(),
+            f"dbrig: {len(report.regressions)} regression(s) beyond "
+            f"{100 * threshold:g} %: failing (--fail-on-regression)",
+        )
+        raise SystemExit(EXIT_CELLS_FAILED)
+
+
+def build_report(
+    runs: Sequence[Path],
+    *,
+    by: str | None,
+    baseline: str | None,
+    metrics: Sequence[str],
+    threshold: float,
+    alpha: float,
+    allow_env_diff: bool,
+) -> compare.CompareReport:
+    """Check the arguments, load the runs and compare them."""
+    options = {
+        "metrics": metrics,
+        "threshold": threshold,
+        "alpha": alpha,
+        "allow_env_diff": allow_env_diff,
+    }
+    if by is not None:
+        if len(runs) != 1:
+            raise ConfigError(f"compare --by {by}: give exactly one RUN (got {len(runs)})")
+        return compare.compare_groups(load_run(runs[0]), by, baseline, **options)
+    if baseline is not None:
+        raise ConfigError("--baseline: only with --by FACTOR")
+    if len(runs) != 2:
+        raise ConfigError(
+            f"compare: give BASE_RUN and CAND_RUN (got {len(runs)} runs), or one RUN with --by"
+        )
+    base_path, cand_path = runs
+    same_name = base_path.name == cand_path.name
+    base = load_run(base_path, str(base_path) if same_name else None)
+    cand = load_run(cand_path, str(cand_path) if same_name else None)
+    return compare.compare_runs(base, cand, **options)
+
+
+def _split(metrics: Sequence[str]) -> list[str]:
+    return [name.strip() for item in metrics for name in item.split(",") if name.strip()]
+
+
+def print_report(report: compare.CompareReport) -> None:
+    console = out_console()
+    sides = f"{report.baseline} → {', '.join(report.candidates)}"
+    table = Table(title=f"{sides}: candidate versus baseline (mean over repetitions)")
+    headings = output.table_headings(report)
+    for heading in headings:
+        numeric = heading not in ("candidate group", "cell", "metric", "verdict")
+        table.add_column(heading, justify="right" if numeric else "left", overflow="fold")
+    previous = None
+    for row, cells in zip(report.rows, output.table_rows(report), strict=True):
+        group = (row.candidate, row.label)
+        if previous is not None and group != previous:
+            table.add_section()
+        previous = group
+        texts = [Text(c) for c in cells]
+        texts[-1].stylize(_STYLES.get(row.verdict, ""))
+        table.add_row(*texts)
+    console.print(table)
+    for diff in report.differences:
+        style = "" if diff.explained_by or report.allow_env_diff else "yellow"
+        print_line(console, "environment: " + output.difference_line(diff), style)
+    if report.unexplained and not report.allow_env_diff:
+        print_line(
+            console,
+            "environments differ (see above): rows are incomparable; "
+            "--allow-env-diff gives verdicts anyway",
+            "yellow",
+        )
+    for label in report.only_baseline:
+        print_line(console, f"only in baseline (not compared): {label}")
+    for label in report.only_candidate:
+        print_line(console, f"only in candidate (not compared): {label}")
+    for metric, note in output.metric_notes(report).items():
+        print_line(console, f"noise: {metric}: {note}")
+    print_line(console, output.summary_line(report), "bold")
