@@ -142,6 +142,7 @@ METRIC_DIRECTIONS: Mapping[str, Direction] = MappingProxyType(
         "errors_per_s": _LOWER,
         "reconnects_per_s": _LOWER,
         "server_cpu_us_per_txn": _LOWER,
+        "server_cpu_us_per_query": _LOWER,
         "ctx_switches_per_txn": _LOWER,
         "kb_read_per_txn": _LOWER,
         "kb_written_per_txn": _LOWER,
@@ -153,13 +154,13 @@ def direction_of(metric: str) -> Direction | None:
     """The direction of a metric, or None when unknown.
 
     The registry wins; otherwise any ``latency_*`` metric and any ``*_per_txn``
-    cost is lower-is-better. Unknown metrics return None: the caller should
+    or ``*_per_query`` cost is lower-is-better. Unknown metrics return None: the caller should
     mark them incomparable or report a two-sided change, never better/worse.
     """
     key = metric.strip().lower()
     if key in METRIC_DIRECTIONS:
         return METRIC_DIRECTIONS[key]
-    if key.startswith("latency_") or key.endswith("_per_txn"):
+    if key.startswith("latency_") or key.endswith(("_per_txn", "_per_query")):
         return _LOWER
     return None
 

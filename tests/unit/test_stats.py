@@ -91,13 +91,15 @@ def test_metric_directions() -> None:
         assert direction_of(metric) is HIGHER
     for metric in ("latency_avg_ms", "avg_s", "errors_per_s", "kb_written_per_txn"):
         assert direction_of(metric) is LOWER
-    assert len(METRIC_DIRECTIONS) == 14
+    assert len(METRIC_DIRECTIONS) == 15
 
 
 def test_direction_fallback() -> None:
     assert direction_of(" TPS ") is HIGHER
     assert direction_of("latency_p99_ms") is LOWER
     assert direction_of("page_faults_per_txn") is LOWER
+    assert direction_of("server_cpu_us_per_query") is LOWER
+    assert direction_of("disk_reads_per_query") is LOWER
     assert direction_of("threads") is None
 
 
