@@ -166,7 +166,7 @@ def test_metric_missing_on_one_side_is_insufficient_data():
 
 
 def test_cost_per_query_is_lower_is_better():
-    assert compare._direction("server_cpu_us_per_query") is compare.Direction.LOWER_IS_BETTER
+    assert compare.direction_of("server_cpu_us_per_query") is compare.Direction.LOWER_IS_BETTER
 
 
 def synthetic(label: str, values: dict[str, list[float]]) -> RunInput:
