@@ -718,13 +718,37 @@ def whole_disks(sys_block: Path = Path("/sys/block")) -> frozenset[str] | None:
 _PROCESS_ERRORS = (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess)
 
 
+def _ctx_switches(process: psutil.Process) -> int:
+    """Voluntary + involuntary context switches of every thread of ``process``.
+
+    psutil (and /proc/<pid>/status) count the main thread only, which for a
+    thread-per-connection server such as mariadbd is nearly nothing; each
+    thread's own counts are in /proc/<pid>/task/<tid>/status.
+    """
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{process.pid}/task")
+    except OSError:
+        switches = process.num_ctx_switches()
+        return switches.voluntary + switches.involuntary
+    for tid in tasks:
+        try:
+            with open(f"/proc/{process.pid}/task/{tid}/status", "rb") as handle:
+                for line in handle:
+                    if line.startswith((b"voluntary_ctxt_switches", b"nonvoluntary_ctxt")):
+                        total += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
 def _sample_process(process: psutil.Process) -> tuple[ProcKey, ProcSample] | None:
     try:
         with process.oneshot():
             key = (process.pid, process.create_time())
             cpu = process.cpu_times()
             rss = process.memory_info().rss
-            switches = process.num_ctx_switches()
+            switches = _ctx_switches(process)
             try:
                 io = process.io_counters()
                 read_bytes, write_bytes = io.read_bytes, io.write_bytes
@@ -735,7 +759,7 @@ def _sample_process(process: psutil.Process) -> tuple[ProcKey, ProcSample] | Non
     sample = ProcSample(
         cpu_s=cpu.user + cpu.system,
         rss_bytes=rss,
-        ctx_switches=switches.voluntary + switches.involuntary,
+        ctx_switches=switches,
         read_bytes=read_bytes,
         write_bytes=write_bytes,
     )

@@ -685,3 +685,26 @@ def test_snapshot_processes_follows_a_role_into_its_children() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_context_switches_count_every_thread_not_just_the_main_one() -> None:
+    import threading
+
+    done = threading.Event()
+
+    def nap() -> None:
+        while not done.is_set():
+            time.sleep(0.001)
+
+    threads = [threading.Thread(target=nap) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(0.2)
+        me = psutil.Process()
+        main_only = sum(me.num_ctx_switches())
+        assert sampling._ctx_switches(me) > main_only
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join()
