@@ -21,12 +21,18 @@ from rich.console import Console
 from rich.table import Table
 
 from dbrig import __version__, doctor, proc, runner, scenario, store, summary
+from dbrig.commands import compare_command, history_command
 from dbrig.errors import EXIT_CELLS_FAILED, EXIT_OK, ConfigError, DbrigError
 
 # Off a terminal (CI logs, pipes) rich would wrap tables at 80 columns.
 _WIDTH = None if sys.stdout.isatty() else 200
 err_console = Console(stderr=True, highlight=False, width=_WIDTH)
 out_console = Console(highlight=False, width=_WIDTH)
+
+
+def _line(console: Console, text: str) -> None:
+    """One line as is: no rich markup, never wrapped, so paths in it stay whole."""
+    console.print(text, markup=False, soft_wrap=True)
 
 
 def _sigterm_as_interrupt(signum: int, frame: Any) -> None:
@@ -87,11 +93,11 @@ def run(
         run_dir.update_meta(status="running")
     _log_to(run_dir.path / "dbrig.log")
     trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
-    err_console.print(f"dbrig: {len(trials)} trials -> {run_dir.path}")
+    _line(err_console, f"dbrig: {len(trials)} trials -> {run_dir.path}")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     result = runner.Runner(plan, run_dir, tools, keep_data=keep_data, emit=_emit).execute(trials)
     _print_results(run_dir)
-    out_console.print(f"saved: {result.run_dir}")
+    _line(out_console, f"saved: {result.run_dir}")
     if result.failed:
         err_console.print(f"dbrig: {result.failed} of {result.total} trials failed")
         raise SystemExit(EXIT_CELLS_FAILED)
@@ -109,7 +115,7 @@ def _resume_plan(resume_dir: Path) -> tuple[store.RunDir, scenario.Plan]:
 
 
 def _emit(line: str) -> None:
-    err_console.print(line)
+    _line(err_console, line)
 
 
 def _log_to(path: Path) -> None:
@@ -181,6 +187,10 @@ def doctor_cmd(workdir: Path) -> None:
         raise SystemExit(2)
 
 
+cli.add_command(compare_command)
+cli.add_command(history_command)
+
+
 def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
@@ -189,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
         proc.stop_all()
         if debug:
             traceback.print_exc()
-        err_console.print(f"dbrig: error: {exc}", markup=False)
+        _line(err_console, f"dbrig: error: {exc}")
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         proc.stop_all()
@@ -209,10 +219,10 @@ def main(argv: list[str] | None = None) -> None:
         proc.stop_all()
         if debug:
             raise
-        err_console.print(
+        _line(
+            err_console,
             "dbrig: internal error (a bug): "
             f"{traceback.format_exc().strip().splitlines()[-1]}; rerun with --debug",
-            markup=False,
         )
         sys.exit(70)
     proc.stop_all()

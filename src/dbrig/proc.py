@@ -21,9 +21,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dbrig.errors import ToolMissing
 
@@ -158,26 +159,68 @@ def spawn(
         subprocess.STDOUT if merge_stderr else open(stderr, "ab") if stderr else subprocess.DEVNULL  # noqa: SIM115
     )
     full_env = None if env is None else {**os.environ, **env}
+    with _interrupts_held() as held:
+        try:
+            popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=full_env,
+                cwd=cwd,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise ToolMissing(f"{argv[0]} not found") from exc
+        finally:
+            for handle in (out, err):
+                if hasattr(handle, "close"):
+                    handle.close()
+        child = Child(popen, argv, time.monotonic())
+        with _live_lock:
+            _live[popen.pid] = popen
     try:
-        popen = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            env=full_env,
-            cwd=cwd,
-            start_new_session=True,
-        )
-    except FileNotFoundError as exc:
-        raise ToolMissing(f"{argv[0]} not found") from exc
-    finally:
-        for handle in (out, err):
-            if hasattr(handle, "close"):
-                handle.close()
-    child = Child(popen, argv, time.monotonic())
-    with _live_lock:
-        _live[popen.pid] = popen
+        held.deliver()
+    except BaseException:
+        child.stop()  # the caller never sees this child, so it cannot stop it
+        raise
     return child
+
+
+class _HeldSignals:
+    def __init__(self) -> None:
+        self.signals: list[int] = []
+
+    def hold(self, signum: int, frame: Any) -> None:
+        self.signals.append(signum)
+
+    def deliver(self) -> None:
+        for signum in self.signals:
+            signal.raise_signal(signum)
+        self.signals.clear()
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[_HeldSignals]:
+    """Hold Ctrl-C and SIGTERM while a child starts, to deliver after it is registered.
+
+    Otherwise an interrupt inside Popen (it waits for the exec) loses the child: it
+    runs on, unregistered, and nothing stops it.
+    """
+    held = _HeldSignals()
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(signum)
+        if handler is not None:
+            previous[signum] = signal.signal(signum, held.hold)
+    try:
+        yield held
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def run(

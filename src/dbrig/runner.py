@@ -29,7 +29,7 @@ import pandas as pd
 import yaml
 
 from dbrig import environment, proc, sampling, store
-from dbrig.errors import DbrigError, Interrupted, ToolError
+from dbrig.errors import ConfigError, DbrigError, Interrupted, ToolError
 from dbrig.scenario import Cell, ManagedServer, Plan, Trial
 from dbrig.server import datadir as dd
 from dbrig.server.binary import ServerBinary, find_server
@@ -65,15 +65,18 @@ def preflight(plan: Plan) -> Toolbox:
     cpu_count = os.cpu_count() or 1
     needs_stress = False
     for cell in plan.cells:
-        workload_for(cell.scenario.workload).run_argv(_placeholder_endpoint(), binary, 0)
-        if cell.scenario.warmup:
-            workload_for(cell.scenario.workload).run_argv(
-                _placeholder_endpoint(), binary, cell.scenario.warmup
-            )
-        params = cell.scenario.interference.stress_ng
-        if params is not None and params.active:
-            stress_ng.validate_for_host(params, cpu_count)
-            needs_stress = True
+        try:
+            workload_for(cell.scenario.workload).run_argv(_placeholder_endpoint(), binary, 0)
+            if cell.scenario.warmup:
+                workload_for(cell.scenario.workload).run_argv(
+                    _placeholder_endpoint(), binary, cell.scenario.warmup
+                )
+            params = cell.scenario.interference.stress_ng
+            if params is not None and params.active:
+                stress_ng.validate_for_host(params, cpu_count)
+                needs_stress = True
+        except ConfigError as exc:  # the drivers know the key, not the file
+            raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
     stress = (
         proc.which(stress_ng.INFO.binaries, package=stress_ng.INFO.package)
         if needs_stress
@@ -170,6 +173,7 @@ class ManagedServerHandle:
         target = self.snapshots / f"data-{digest}"
         if target.exists():
             return target
+        self._use(self.spec)
         base = self._base_snapshot(workload.database, config)
         dd.restore(base, self.sandbox.datadir, reflink=self.reflink)
         argv = workload.prepare_argv(self.sandbox.endpoint(workload.database), workload_binary)
@@ -190,6 +194,7 @@ class ManagedServerHandle:
             return base
         self.home.mkdir(parents=True, exist_ok=True)
         self.reflink = dd.supports_reflink(self.home)
+        dd.remove_owned(self.sandbox.datadir)  # left by an attempt that failed or was interrupted
         self.sandbox.initialize()
         self.sandbox.start(config)
         try:
@@ -222,11 +227,21 @@ class ManagedServerHandle:
             "variables": variables,
         }
 
-    def restore_and_start(self, snapshot: Path, config: dict) -> dict[str, float]:
+    def restore_and_start(self, snapshot: Path, spec: ManagedServer) -> dict[str, float]:
+        """Restore ``snapshot``; start with the cell's own server block (the matrix may vary it)."""
         self.sandbox.stop()
         restored = dd.restore(snapshot, self.sandbox.datadir, reflink=self.reflink)
-        started = self.sandbox.start(config)
+        self._use(spec)
+        started = self.sandbox.start(dict(spec.config))
+        if not self.info:  # a resumed run made no base snapshot, so it has not asked yet
+            self.info = self._server_info()
         return {"restore_s": restored.seconds, "server_start_s": started}
+
+    def _use(self, spec: ManagedServer) -> None:
+        """Start-up settings: the server's own for prepare, each cell's for its trials."""
+        self.sandbox.cpus = spec.cpus
+        self.sandbox.fixed_port = spec.port
+        self.sandbox.startup_timeout_s = spec.startup_timeout
 
     def effective(self, config: dict) -> dict[str, Any]:
         """The values the server actually runs with, for the keys the scenario set."""
@@ -308,11 +323,17 @@ class TrialExecutor:
         self._stress: StressHandle | None = None
 
     def execute(self) -> TrialRecord:
-        config = dict(self.server.spec.config)
+        # Data is prepared under the server's own config, so cells can share a snapshot;
+        # each trial then runs under its cell's server block.
+        prepare_config = dict(self.server.spec.config)
+        spec = self.scenario.server_specs[self.cell.server]
+        assert isinstance(spec, ManagedServer)
         try:
-            snapshot = self.server.snapshot_for(self.workload, config, self.runner.tools.workload)
-            self.record.timings.update(self.server.restore_and_start(snapshot, config))
-            self.record.effective_config = self.server.effective(config)
+            snapshot = self.server.snapshot_for(
+                self.workload, prepare_config, self.runner.tools.workload
+            )
+            self.record.timings.update(self.server.restore_and_start(snapshot, spec))
+            self.record.effective_config = self.server.effective(dict(spec.config))
             self._run_workload()
         except DbrigError as exc:
             self.record.fail(exc.message)
@@ -578,8 +599,11 @@ class Runner:
             self.run.path, len(trials), ok, failed, len(trials) - ok - failed, interrupted
         )
         if interrupted:
+            # Count from disk: the signal may land after a trial was saved, before it was counted.
+            saved = self.run.trial_records()
+            done = sum(t.id in saved for t in trials)
             raise Interrupted(
-                f"interrupted: {ok + failed} of {len(trials)} trials saved in {self.run.path}",
+                f"interrupted: {done} of {len(trials)} trials saved in {self.run.path}",
                 hint=f"continue with: dbrig run --resume {self.run.path}",
             )
         return summary

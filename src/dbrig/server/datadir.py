@@ -64,13 +64,17 @@ class CopyTiming:
 
 
 def copy_tree(src: Path, dst: Path, *, reflink: bool) -> CopyTiming:
-    """Copy ``src`` to a new directory ``dst`` preserving everything (``cp -a``)."""
+    """Copy ``src`` to a new directory ``dst`` preserving everything (``cp -a``).
+
+    ``dst`` is marked before the copy starts, so a copy cut short (Ctrl-C) is still
+    known to be dbrig's and the next attempt may delete it.
+    """
     if dst.exists():
         raise UnsafePathError(f"{dst} exists: refusing to copy over it")
-    dst.parent.mkdir(parents=True, exist_ok=True)
+    mark_owned(dst, role="copy")
     started = time.monotonic()
     done = proc.run(
-        ["cp", "-a", "--reflink=auto", str(src), str(dst)],
+        ["cp", "-a", "--reflink=auto", f"{src}/.", str(dst)],
         timeout_s=_COPY_TIMEOUT_S,
         stderr=None,
     )
@@ -80,9 +84,19 @@ def copy_tree(src: Path, dst: Path, *, reflink: bool) -> CopyTiming:
 
 
 def snapshot(datadir: Path, snapshot_dir: Path, *, reflink: bool) -> CopyTiming:
-    """Copy a stopped server's datadir to ``snapshot_dir`` (both end up marked)."""
+    """Copy a stopped server's datadir to ``snapshot_dir`` (both end up marked).
+
+    The copy is made under a sibling name and renamed when complete, so a
+    ``snapshot_dir`` that exists is always whole.
+    """
     require_owned(datadir)
-    return copy_tree(datadir, snapshot_dir, reflink=reflink)
+    if snapshot_dir.exists():
+        raise UnsafePathError(f"{snapshot_dir} exists: refusing to copy over it")
+    staging = snapshot_dir.with_name(snapshot_dir.name + ".copying")
+    remove_owned(staging)
+    timing = copy_tree(datadir, staging, reflink=reflink)
+    staging.rename(snapshot_dir)
+    return timing
 
 
 def restore(snapshot_dir: Path, datadir: Path, *, reflink: bool) -> CopyTiming:
@@ -96,8 +110,7 @@ def restore(snapshot_dir: Path, datadir: Path, *, reflink: bool) -> CopyTiming:
         require_owned(datadir)
     started = time.monotonic()
     staging = datadir.with_name(datadir.name + ".restoring")
-    if staging.exists():
-        remove_owned(staging)
+    remove_owned(staging)
     copy_tree(snapshot_dir, staging, reflink=reflink)
     if datadir.exists():
         doomed = datadir.with_name(datadir.name + ".old")
