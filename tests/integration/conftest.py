@@ -1,0 +1,44 @@
+"""Shared set-up for the integration suite: real MariaDB, real sysbench, real stress-ng.
+
+Nothing is mocked. Every test gets its own short TMPDIR (the sandbox puts its unix
+socket there) and an environment tag that every process it starts inherits, even
+sysbench and stress-ng, whose command lines never mention the test's directory.
+When a test body ends, any process still alive that mentions the test's ``tmp_path``
+on its command line, or carries its tag, is killed and the test FAILS.
+
+Fixtures must not own processes: the check runs before fixtures are torn down.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.helpers import LEAK_TAG, kill_leftovers
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    try:
+        return (yield)
+    finally:
+        tmp_path = getattr(item, "funcargs", {}).get("tmp_path")
+        if tmp_path is not None:
+            leaked = kill_leftovers(tmp_path)
+            if leaked:
+                pytest.fail("processes left running (killed now):\n  " + "\n  ".join(leaked))
+
+
+@pytest.fixture(autouse=True)
+def short_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A per-test TMPDIR short enough for unix sockets, and the leftover-process tag."""
+    short = Path(tempfile.mkdtemp(prefix="dit-", dir="/tmp"))
+    monkeypatch.setenv("TMPDIR", str(short))
+    monkeypatch.setattr(tempfile, "tempdir", str(short))
+    monkeypatch.setenv(LEAK_TAG, str(tmp_path))
+    yield short
+    shutil.rmtree(short, ignore_errors=True)

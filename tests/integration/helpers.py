@@ -1,0 +1,283 @@
+"""Helpers for the integration suite: tiny scenarios, the CLI in-process and as a child,
+finding leftover processes, and the checks every complete run must pass."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pandas as pd
+import psutil
+import pytest
+import yaml
+
+from dbrig import store
+from dbrig.cli import main
+from dbrig.server.datadir import MARKER
+
+LEAK_TAG = "DBRIG_INTEGRATION_TEST"
+DBRIG = Path(sys.executable).with_name("dbrig")
+LEFTOVER_GRACE_S = 2.0
+
+# The smallest scenario that still exercises everything: 1 table x 1000 rows,
+# 1 s of warm-up and 2 s measured, a small buffer pool and redo log so restores are quick.
+TINY_SCENARIO: dict[str, Any] = {
+    "name": "it",
+    "server": {"config": {"innodb_buffer_pool_size": "64M", "innodb_log_file_size": "16M"}},
+    "workload": {
+        "sysbench": {
+            "test": "oltp_read_write",
+            "tables": 1,
+            "table_size": 1000,
+            "time": 2,
+            "report_interval": 1,
+        }
+    },
+    "sampling": {"interval": 0.5},
+    "warmup": 1,
+    "seed": 1,
+}
+TINY_CONFIG: dict[str, Any] = TINY_SCENARIO["server"]["config"]
+BUFFER_POOL_BYTES = str(64 * 2**20)
+
+T = TypeVar("T")
+
+
+# -- scenarios -----------------------------------------------------------------------------
+
+
+def tiny_scenario(**changes: Any) -> dict[str, Any]:
+    """TINY_SCENARIO with top-level keys replaced."""
+    data = copy.deepcopy(TINY_SCENARIO)
+    data.update(copy.deepcopy(changes))
+    return data
+
+
+def write_scenario(path: Path, data: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def only_run_dir(out: Path) -> Path:
+    runs = [p for p in out.iterdir() if p.is_dir()]
+    assert len(runs) == 1, f"expected one run directory in {out}, found {runs}"
+    return runs[0]
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def wait_for(what: str, probe: Callable[[], T | None], *, timeout: float, child=None) -> T:
+    """Poll ``probe`` until it returns something; fail early if ``child`` exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = probe()
+        if found:
+            return found
+        if child is not None and child.poll() is not None:
+            pytest.fail(f"dbrig exited ({child.returncode}) before {what}")
+        time.sleep(0.05)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+# -- the command line, in-process and as a child process -----------------------------------
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> CliResult:
+    """``dbrig.cli.main(args)`` in this process; it always ends in SystemExit.
+
+    The CLI is written for a process of its own: it adds a log file handler, turns
+    stream handlers down and installs a SIGTERM handler. Undo that, so the next
+    in-process call does not write into this run's dbrig.log.
+    """
+    root = logging.getLogger()
+    saved_handlers = [(h, h.level) for h in root.handlers]
+    saved_level = root.level
+    saved_sigterm = signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(SystemExit) as exited:
+            main(args)
+    finally:
+        signal.signal(signal.SIGTERM, saved_sigterm)
+        for handler in root.handlers[:]:
+            if all(handler is not h for h, _ in saved_handlers):
+                root.removeHandler(handler)
+                handler.close()
+        for handler, level in saved_handlers:
+            handler.setLevel(level)
+        root.setLevel(saved_level)
+    captured = capsys.readouterr()
+    code = exited.value.code
+    return CliResult(code if isinstance(code, int) else 1, captured.out, captured.err)
+
+
+def run_dbrig(*args: str | Path, timeout: float = 120) -> CliResult:
+    """The installed ``dbrig`` console script as a child process."""
+    done = subprocess.run(
+        [str(DBRIG), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    return CliResult(done.returncode, done.stdout, done.stderr)
+
+
+def one_error_line(err: str) -> str:
+    """The single stderr line of an expected failure."""
+    lines = err.strip("\n").splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{err}"
+    assert lines[0].startswith("dbrig: error: "), lines[0]
+    return lines[0]
+
+
+# -- nothing left behind -------------------------------------------------------------------
+
+
+def processes_of(tmp_path: Path) -> list[psutil.Process]:
+    """Live processes that mention ``tmp_path`` on their command line or carry its tag,
+    and their descendants."""
+    needle = str(tmp_path)
+    found: dict[int, psutil.Process] = {}
+    for p in psutil.process_iter(["pid", "cmdline", "environ", "status"]):
+        info = p.info
+        if info["pid"] == os.getpid() or info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        cmdline = info["cmdline"] or []
+        environ = info["environ"] or {}
+        if any(needle in arg for arg in cmdline) or environ.get(LEAK_TAG) == needle:
+            found[p.pid] = p
+            with contextlib.suppress(psutil.Error):
+                found.update((c.pid, c) for c in p.children(recursive=True))
+    return [p for p in found.values() if _alive(p)]
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def kill_leftovers(tmp_path: Path) -> list[str]:
+    """Wait briefly for stragglers, then SIGKILL what is left; describe what was killed."""
+    deadline = time.monotonic() + LEFTOVER_GRACE_S
+    while (alive := processes_of(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    described = []
+    for p in alive:
+        try:
+            described.append(f"{p.pid} {' '.join(p.cmdline())[:160]}")
+            p.kill()
+        except psutil.NoSuchProcess:
+            continue
+    psutil.wait_procs(alive, timeout=5)
+    return described
+
+
+# -- what every complete run leaves behind ---------------------------------------------------
+
+
+def trial_dirs(run: Path) -> list[Path]:
+    return sorted((run / "trials").iterdir())
+
+
+def assert_no_partial_trials(run: Path) -> None:
+    for folder in trial_dirs(run):
+        assert not folder.name.startswith("."), f"half-written trial left: {folder}"
+        assert (folder / store.TRIAL_JSON).is_file(), f"{folder} has no trial.json"
+
+
+def assert_data_removed(run: Path) -> None:
+    """Datadir and snapshots are gone; the error log and my.cnf stay."""
+    for server in (run / "servers").iterdir():
+        assert not (server / "datadir").exists()
+        assert not (server / "datadir.restoring").exists()
+        assert not (server / "datadir.old").exists()
+        snapshots = server / "snapshots"
+        left = [p for p in snapshots.iterdir() if p.is_dir()] if snapshots.exists() else []
+        assert left == [], f"snapshots left behind: {left}"
+        assert "ready for connections" in (server / "mysqld.err").read_text()
+        assert (server / "my.cnf").is_file()
+
+
+def assert_complete_run(run: Path, factor: str, values: list[Any], repeat: int = 1) -> None:
+    """A finished run of ``len(values)`` cells x ``repeat`` in which every trial succeeded."""
+    n_trials = len(values) * repeat
+    assert (run / MARKER).is_file()
+    assert (run / "scenario.yaml").is_file()
+    assert (run / "dbrig.log").is_file()
+
+    meta = read_json(run / store.RUN_JSON)
+    assert meta["format_version"] == store.FORMAT_VERSION
+    assert meta["status"] == "complete"
+    assert meta["trials_saved"] == n_trials
+    assert meta["trials_failed"] == 0
+    assert meta["scenario"]["name"] == TINY_SCENARIO["name"]
+    assert meta["factors"] == [factor]
+    env = meta["environment"]
+    assert env["host"]["hostname"] and env["host"]["kernel"] and env["host"]["cpu_count"] >= 1
+    assert env["storage"]["fstype"] and env["storage"]["mount"]
+    assert env["tools"]["workload"].startswith("sysbench 1.")
+    assert "Ver" in env["tools"]["server:default"]
+    server = meta["servers"]["default"]
+    assert server["version"] and server["flavor"] in ("mariadb", "mysql")
+    assert server["variables"]["innodb_buffer_pool_size"] == BUFFER_POOL_BYTES
+    assert server["variables"]["datadir"].startswith(str(run))
+
+    csv = pd.read_csv(run / "results.csv")
+    parquet = pd.read_parquet(run / "results.parquet")
+    for frame in (csv, parquet):
+        assert len(frame) == n_trials
+        assert frame["trial"].is_unique
+        assert set(frame["status"]) == {"ok"}
+        assert (frame["tps"] > 0).all()
+        assert sorted(frame[factor].unique().tolist()) == sorted(values)
+        assert frame.groupby(factor).size().tolist() == [repeat] * len(values)
+    assert list(csv.columns) == list(parquet.columns)
+
+    assert_no_partial_trials(run)
+    folders = trial_dirs(run)
+    assert [f.name for f in folders] == sorted(csv["trial"])
+    for folder in folders:
+        assert_complete_trial(folder, factor)
+    assert_data_removed(run)
+
+
+def assert_complete_trial(folder: Path, factor: str) -> None:
+    trial = read_json(folder / store.TRIAL_JSON)
+    assert trial["status"] == "ok" and trial["reason"] is None
+    assert trial["trial"] == folder.name
+    assert factor in trial["factors"]
+    assert trial["started_at"]
+    assert trial["metrics"]["tps"] > 0
+    assert trial["effective_config"]["innodb_buffer_pool_size"] == BUFFER_POOL_BYTES
+    run_argv = next(c for c in trial["commands"] if "run" in c[:3])
+    assert "--report-checkpoints=1" in run_argv and "--time=3" in run_argv
+
+    assert "Checkpoint report" in (folder / "workload.out").read_text()
+    intervals = pd.read_csv(folder / "intervals.csv")
+    assert set(intervals["phase"]) == {"warmup", "measure"}
+    assert (intervals.loc[intervals["phase"] == "measure", "t_s"] > 0).all()
+    for samples in ("cpu.csv", "status.csv"):
+        frame = pd.read_csv(folder / samples)
+        assert "measure" in set(frame["phase"]), f"{samples} has no measured rows"

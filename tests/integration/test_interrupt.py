@@ -1,0 +1,107 @@
+"""SIGTERM and Ctrl-C stop everything, keep finished trials, and --resume finishes the run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.integration.helpers import (
+    DBRIG,
+    assert_complete_run,
+    assert_no_partial_trials,
+    kill_leftovers,
+    read_json,
+    run_dbrig,
+    tiny_scenario,
+    trial_dirs,
+    wait_for,
+    write_scenario,
+)
+
+FACTOR = "workload.sysbench.threads"
+THREADS = [1, 2]
+FOUR_TRIALS = tiny_scenario(matrix={FACTOR: THREADS}, repeat=2)
+
+
+def finished_trials(out: Path) -> list[Path]:
+    return sorted(out.glob("*/trials/c[0-9][0-9][0-9]-r[0-9]*/trial.json"))
+
+
+def sysbench_running_in_a_partial_trial(out: Path) -> list[Path]:
+    outputs = out.glob("*/trials/.c*.partial/workload.out")
+    return [p for p in outputs if "Threads started!" in p.read_text(errors="replace")]
+
+
+def interrupt(child: subprocess.Popen, how: str) -> None:
+    if how == "sigterm":
+        os.kill(child.pid, signal.SIGTERM)
+    else:  # Ctrl-C: the terminal signals the whole foreground process group
+        os.killpg(child.pid, signal.SIGINT)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "how, when",
+    [("sigterm", "while sysbench runs"), ("ctrl-c", "between trials")],
+    ids=["sigterm-mid-trial", "ctrl-c-between-trials"],
+)
+def test_an_interrupted_run_stops_everything_and_resumes(
+    tmp_path: Path, short_tmp: Path, how: str, when: str
+) -> None:
+    scenario = write_scenario(tmp_path / "four-trials.yaml", FOUR_TRIALS)
+    out = tmp_path / "runs"
+    with open(tmp_path / "stdout", "w") as stdout, open(tmp_path / "stderr", "w") as stderr:
+        child = subprocess.Popen(
+            [str(DBRIG), "run", str(scenario), "--out", str(out)],
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+        try:
+            wait_for("the first trial", lambda: finished_trials(out), timeout=90, child=child)
+            if when == "while sysbench runs":
+                wait_for(
+                    "sysbench in the second trial",
+                    lambda: sysbench_running_in_a_partial_trial(out),
+                    timeout=60,
+                    child=child,
+                )
+            interrupt(child, how)
+            code = child.wait(timeout=60)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    err = (tmp_path / "stderr").read_text()
+    assert code == 130, err
+    assert kill_leftovers(tmp_path) == [], "processes outlived the interrupted run"
+    assert list(short_tmp.iterdir()) == [], "the socket directory was not removed"
+
+    run = next(out.iterdir())
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("dbrig: error: interrupted: 1 of 4 trials saved"), err
+    assert f"--resume {run}" in last
+    meta = read_json(run / "run.json")
+    assert meta["status"] == "interrupted"
+    assert_no_partial_trials(run)
+    saved = {p.name: (p / "trial.json").read_text() for p in trial_dirs(run)}
+    assert len(saved) == 1, f"expected only the first trial saved, got {sorted(saved)}"
+
+    resumed = run_dbrig("run", "--resume", run)
+    assert resumed.code == 0, resumed.err
+    assert "3 trials" in resumed.err
+    assert_complete_run(run, FACTOR, THREADS, repeat=2)
+    for name, text in saved.items():
+        assert (run / "trials" / name / "trial.json").read_text() == text, f"{name} was rerun"
+    assert sorted(pd.read_csv(run / "results.csv")["trial"]) == [
+        "c000-r1",
+        "c000-r2",
+        "c001-r1",
+        "c001-r2",
+    ]
