@@ -13,34 +13,29 @@ resumable with ``dbrig run --resume``.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import hashlib
-import json
 import logging
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import pandas as pd
 import yaml
 
-from dbrig import environment, proc, sampling, store
-from dbrig.errors import ConfigError, DbrigError, Interrupted, ToolError
-from dbrig.scenario import Cell, ManagedServer, Plan, Trial
-from dbrig.server import datadir as dd
+from dbrig import environment, proc, store, system
+from dbrig.errors import ConfigError, DbrigError, Interrupted
+from dbrig.scenario import ExternalServer, ManagedServer, Plan, Trial
 from dbrig.server.binary import ServerBinary, find_server
-from dbrig.server.sandbox import Sandbox
+from dbrig.server.external import ExternalConnection
+from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle, ServerHandle
 from dbrig.tools import stress_ng
 from dbrig.tools.base import Endpoint
-from dbrig.workloads import Outcome, Workload, workload_for
+from dbrig.trial import TrialContext, TrialExecutor, TrialRecord
+from dbrig.workloads import workload_for
 
 log = logging.getLogger(__name__)
 
-_PREPARE_TIMEOUT_S = 3600
 _STATUS_SUFFIX = {"ok": "ok", "failed": "FAILED"}
 
 
@@ -85,12 +80,11 @@ def preflight(plan: Plan) -> Toolbox:
     servers: dict[str, ServerBinary] = {}
     for name in sorted({c.server for c in plan.cells}):
         spec = plan.scenario.server_specs[name]
-        if not isinstance(spec, ManagedServer):
-            raise DbrigError(
-                f"servers.{name}: external servers are not supported by this dbrig yet "
-                "(only kind: managed)"
-            )
-        servers[name] = find_server(spec.basedir)
+        if isinstance(spec, ManagedServer):
+            servers[name] = find_server(spec.basedir)
+        else:
+            _check_reachable(plan, name, spec)
+    _check_system(plan)
     return Toolbox(
         workload=binary,
         workload_version=environment.tool_version(binary),
@@ -98,6 +92,33 @@ def preflight(plan: Plan) -> Toolbox:
         stress_ng_version=environment.tool_version(stress) if stress else None,
         servers=servers,
     )
+
+
+def _check_reachable(plan: Plan, name: str, spec: ExternalServer) -> None:
+    """An external server that does not answer (or refuses the password) stops the run here."""
+    try:
+        connection = ExternalConnection(name, spec)
+        try:
+            connection.check_reachable()
+        finally:
+            connection.close()
+    except ConfigError as exc:
+        raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
+
+
+def _check_system(plan: Plan) -> None:
+    wanted = [c.scenario.system for c in plan.cells]
+    if any(s.active for s in wanted):
+        try:
+            system.check(wanted, datadir_device(Path(plan.scenario.out)))
+        except ConfigError as exc:
+            raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
+
+
+def datadir_device(where: Path) -> system.BlockDevice | None:
+    """The block device holding ``where`` (the run directory, so every managed datadir)."""
+    name = environment.storage(where).get("block_device")
+    return system.BlockDevice(name) if name else None
 
 
 def _placeholder_endpoint() -> Endpoint:
@@ -144,399 +165,6 @@ def _fmt_duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-# -- managed servers and their snapshots --------------------------------------------------
-
-
-class ManagedServerHandle:
-    """A sandbox plus the snapshots of its prepared data, one per prepare key."""
-
-    def __init__(self, name: str, spec: ManagedServer, binary: ServerBinary, home: Path) -> None:
-        self.name = name
-        self.spec = spec
-        self.sandbox = Sandbox(
-            name,
-            binary,
-            home,
-            cpus=spec.cpus,
-            port=spec.port,
-            startup_timeout_s=spec.startup_timeout,
-        )
-        self.home = home
-        self.snapshots = home / "snapshots"
-        self.reflink = False
-        self.info: dict[str, Any] = {}
-
-    def snapshot_for(self, workload: Workload, config: dict, workload_binary: Path) -> Path:
-        """The snapshot holding ``workload``'s prepared data, made on first use."""
-        key = workload.prepare_key()
-        digest = hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()[:12]
-        target = self.snapshots / f"data-{digest}"
-        if target.exists():
-            return target
-        self._use(self.spec)
-        base = self._base_snapshot(workload.database, config)
-        dd.restore(base, self.sandbox.datadir, reflink=self.reflink)
-        argv = workload.prepare_argv(self.sandbox.endpoint(workload.database), workload_binary)
-        if argv:
-            self.sandbox.start(config)
-            try:
-                self.sandbox.prepare_accounts(workload.database)
-                self._run_prepare(argv)
-            finally:
-                self.sandbox.stop()
-        dd.snapshot(self.sandbox.datadir, target, reflink=self.reflink)
-        (target.parent / f"{target.name}.json").write_text(json.dumps({"key": key}, default=str))
-        return target
-
-    def _base_snapshot(self, database: str, config: dict) -> Path:
-        base = self.snapshots / "base"
-        if base.exists():
-            return base
-        self.home.mkdir(parents=True, exist_ok=True)
-        self.reflink = dd.supports_reflink(self.home)
-        dd.remove_owned(self.sandbox.datadir)  # left by an attempt that failed or was interrupted
-        self.sandbox.initialize()
-        self.sandbox.start(config)
-        try:
-            self.sandbox.prepare_accounts(database)
-            self.info = self._server_info()
-        finally:
-            self.sandbox.stop()
-        dd.snapshot(self.sandbox.datadir, base, reflink=self.reflink)
-        return base
-
-    def _run_prepare(self, argv: list[str]) -> None:
-        out = self.home / "prepare.out"
-        done = proc.run(argv, timeout_s=_PREPARE_TIMEOUT_S, stdout=out, merge_stderr=True)
-        if done.returncode != 0 or done.timed_out:
-            text = out.read_text(errors="replace")
-            fatal = [ln for ln in text.splitlines() if "FATAL" in ln or "error" in ln.lower()]
-            detail = fatal[0] if fatal else f"exit {done.returncode}"
-            raise ToolError(f"server '{self.name}': preparing the data failed: {detail}")
-
-    def _server_info(self) -> dict[str, Any]:
-        with contextlib.closing(self.sandbox.connect()) as conn, conn.cursor() as cur:
-            cur.execute("SELECT VERSION()")
-            version = cur.fetchone()[0]
-            cur.execute("SHOW GLOBAL VARIABLES")
-            variables = dict(cur.fetchall())
-        return {
-            "flavor": self.sandbox.binary.flavor,
-            "version": version,
-            "binary": str(self.sandbox.binary.mysqld),
-            "variables": variables,
-        }
-
-    def restore_and_start(self, snapshot: Path, spec: ManagedServer) -> dict[str, float]:
-        """Restore ``snapshot``; start with the cell's own server block (the matrix may vary it)."""
-        self.sandbox.stop()
-        restored = dd.restore(snapshot, self.sandbox.datadir, reflink=self.reflink)
-        self._use(spec)
-        started = self.sandbox.start(dict(spec.config))
-        if not self.info:  # a resumed run made no base snapshot, so it has not asked yet
-            self.info = self._server_info()
-        return {"restore_s": restored.seconds, "server_start_s": started}
-
-    def _use(self, spec: ManagedServer) -> None:
-        """Start-up settings: the server's own for prepare, each cell's for its trials."""
-        self.sandbox.cpus = spec.cpus
-        self.sandbox.fixed_port = spec.port
-        self.sandbox.startup_timeout_s = spec.startup_timeout
-
-    def effective(self, config: dict) -> dict[str, Any]:
-        """The values the server actually runs with, for the keys the scenario set."""
-        names = [k.replace("-", "_") for k in config if k.replace("-", "_").isidentifier()]
-        if not names:
-            return {}
-        with contextlib.closing(self.sandbox.connect()) as conn, conn.cursor() as cur:
-            cur.execute(
-                "SHOW GLOBAL VARIABLES WHERE Variable_name IN ("
-                + ",".join(["%s"] * len(names))
-                + ")",
-                names,
-            )
-            return dict(cur.fetchall())
-
-    def close(self, keep_data: bool) -> None:
-        self.sandbox.close()
-        if not keep_data:
-            for path in (self.sandbox.datadir, *self._snapshot_dirs()):
-                dd.remove_owned(path)
-
-    def _snapshot_dirs(self) -> list[Path]:
-        if not self.snapshots.is_dir():
-            return []
-        return [p for p in self.snapshots.iterdir() if p.is_dir()]
-
-
-# -- one trial ------------------------------------------------------------------------------
-
-
-@dataclass
-class TrialRecord:
-    trial: Trial
-    status: str = "ok"
-    reason: str | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)
-    commands: list[list[str]] = field(default_factory=list)
-    effective_config: dict[str, Any] = field(default_factory=dict)
-    started_at: str = ""
-
-    def fail(self, reason: str) -> None:
-        if self.status == "ok":
-            self.status, self.reason = "failed", reason
-
-    def to_json(self, short_names: dict[str, str]) -> dict[str, Any]:
-        cell = self.trial.cell
-        return {
-            "format_version": store.FORMAT_VERSION,
-            "trial": self.trial.id,
-            "cell": cell.id,
-            "repetition": self.trial.repetition,
-            "server": cell.server,
-            "label": cell.label(short_names),
-            "factors": cell.factor_dict,
-            "status": self.status,
-            "reason": self.reason,
-            "started_at": self.started_at,
-            "timings": self.timings,
-            "metrics": self.metrics,
-            "effective_config": self.effective_config,
-            "commands": [proc.redact(c) for c in self.commands],
-        }
-
-
-class TrialExecutor:
-    """Runs one trial against a started server and records everything in ``folder``."""
-
-    def __init__(self, runner: Runner, trial: Trial, folder: Path) -> None:
-        self.runner = runner
-        self.trial = trial
-        self.cell: Cell = trial.cell
-        self.scenario = trial.cell.scenario
-        self.folder = folder
-        self.workload = workload_for(self.scenario.workload)
-        self.server = runner.servers[self.cell.server]
-        self.record = TrialRecord(trial, started_at=dt.datetime.now(dt.UTC).isoformat())
-        self._workload_pid: int | None = None
-        self._stress: StressHandle | None = None
-
-    def execute(self) -> TrialRecord:
-        # Data is prepared under the server's own config, so cells can share a snapshot;
-        # each trial then runs under its cell's server block.
-        prepare_config = dict(self.server.spec.config)
-        spec = self.scenario.server_specs[self.cell.server]
-        assert isinstance(spec, ManagedServer)
-        try:
-            snapshot = self.server.snapshot_for(
-                self.workload, prepare_config, self.runner.tools.workload
-            )
-            self.record.timings.update(self.server.restore_and_start(snapshot, spec))
-            self.record.effective_config = self.server.effective(dict(spec.config))
-            self._run_workload()
-        except DbrigError as exc:
-            self.record.fail(exc.message)
-        finally:
-            self.record.timings["server_stop_s"] = self.server.sandbox.stop()
-        return self.record
-
-    def _run_workload(self) -> None:
-        warmup = self.scenario.warmup
-        endpoint = self.server.sandbox.endpoint(self.workload.database)
-        argv = self.workload.run_argv(endpoint, self.runner.tools.workload, warmup)
-        self.record.commands.append(argv)
-        expected = self.workload.expected_seconds(warmup)
-        timeout = expected * 1.5 + 60 if expected else self.runner.events_timeout_s
-        out = self.folder / "workload.out"
-        with self._interference(expected) as stress, self._samplers(warmup) as samplers:
-            child = proc.spawn(argv, stdout=out, merge_stderr=True)
-            self._workload_pid = child.pid
-            finished, abort = self._watch(child, timeout, stress, samplers)
-        self.record.timings["workload_s"] = finished.wall_s
-        self.record.metrics["client_user_cpu_s"] = finished.user_cpu_s
-        self.record.metrics["client_sys_cpu_s"] = finished.sys_cpu_s
-        outcome = self.workload.analyse(out.read_text(errors="replace"), finished.returncode)
-        self._save_outcome(outcome, warmup)
-        if abort:
-            self.record.fail(abort)
-        elif finished.timed_out:
-            self.record.fail(f"{self.workload.info.name} did not finish within {timeout:.0f} s")
-        elif outcome.reason:
-            self.record.fail(outcome.reason)
-
-    def _watch(
-        self, child: proc.Child, timeout: float, stress: StressHandle | None, samplers: list
-    ) -> tuple[proc.Finished, str | None]:
-        deadline = time.monotonic() + timeout
-        while True:
-            done = child.wait(0.25)
-            if done is not None:
-                return done, None
-            abort = self._abort_reason(stress, samplers)
-            if abort or time.monotonic() >= deadline:
-                finished = child.stop(grace_s=5)
-                if not abort:
-                    finished = proc.Finished(**{**finished.__dict__, "timed_out": True})
-                return finished, abort
-
-    def _abort_reason(self, stress: StressHandle | None, samplers: list) -> str | None:
-        died = self.server.sandbox.died()
-        if died:
-            return died
-        if stress is not None and (reason := stress.died()):
-            return reason
-        for sampler in samplers:
-            if sampler.error:
-                return sampler.error
-        return None
-
-    @contextlib.contextmanager
-    def _interference(self, expected: float | None) -> Iterator[StressHandle | None]:
-        params = self.scenario.interference.stress_ng
-        if params is None or not params.active:
-            yield None
-            return
-        assert self.runner.tools.stress_ng is not None
-        limit = int((expected or self.runner.events_timeout_s) * 1.5 + 60)
-        handle = StressHandle(params, self.runner.tools.stress_ng, self.folder, limit)
-        self.record.commands.append(handle.argv)
-        handle.start()
-        self._stress = handle
-        try:
-            yield handle
-        finally:
-            self._stress = None
-            self.record.metrics.update(handle.stop())
-
-    @contextlib.contextmanager
-    def _samplers(self, warmup: int) -> Iterator[list]:
-        cfg = self.scenario.sampling
-        if not cfg.enabled:
-            yield []
-            return
-        t0 = time.monotonic() + warmup
-        roles = self._process_roles
-        host = sampling.HostSampler(
-            self.folder,
-            interval=cfg.interval,
-            clock=time.monotonic,
-            t0=t0,
-            warmup_s=warmup,
-            processes=roles,
-            devices=cfg.devices or self.runner.datadir_devices,
-        )
-        conn = self.server.sandbox.connect()
-        status = sampling.StatusSampler(
-            self.folder,
-            interval=cfg.interval,
-            clock=time.monotonic,
-            t0=t0,
-            warmup_s=warmup,
-            fetch=lambda: _global_status(conn),
-        )
-        host.start()
-        status.start()
-        try:
-            yield [host, status]
-        finally:
-            host.stop()
-            status.stop()
-            with contextlib.suppress(Exception):
-                conn.close()
-        pinned = None
-        params = self.scenario.interference.stress_ng
-        if params is not None and params.active and params.taskset:
-            pinned = list(params.taskset)
-        self.record.metrics.update(sampling.summarize_cell(self.folder, pinned_cores=pinned))
-
-    def _process_roles(self) -> dict[str, list[int]]:
-        """The processes the host sampler follows, by role (read from the sampler thread)."""
-        roles = {
-            "server": self.server.sandbox.pid,
-            "workload": self._workload_pid,
-            "stress-ng": self._stress.pid if self._stress else None,
-        }
-        return {role: [pid] for role, pid in roles.items() if pid}
-
-    def _save_outcome(self, outcome: Outcome, warmup: int) -> None:
-        self.record.metrics.update(outcome.metrics)
-        if outcome.intervals is not None:
-            frame = outcome.intervals.copy()
-            frame.insert(0, "phase", ["warmup" if t <= warmup else "measure" for t in frame["t_s"]])
-            frame["t_s"] = frame["t_s"] - warmup
-            frame.to_csv(self.folder / "intervals.csv", index=False)
-        for name, table in outcome.extra_tables.items():
-            table.to_csv(self.folder / f"{name}.csv", index=False)
-        self.record.metrics.update(derived_costs(self.record.metrics))
-
-
-def _global_status(conn: Any) -> dict[str, str]:
-    with conn.cursor() as cur:
-        cur.execute("SHOW GLOBAL STATUS")
-        return {str(k): str(v) for k, v in cur.fetchall()}
-
-
-def derived_costs(metrics: dict[str, float]) -> dict[str, float]:
-    """Cost per unit of work: steadier than throughput on a noisy host."""
-    out: dict[str, float] = {}
-    txns = metrics.get("transactions") or 0
-    queries = metrics.get("queries_total") or 0
-    if txns > 0 and "server_cpu_s" in metrics:
-        out["server_cpu_us_per_txn"] = metrics["server_cpu_s"] * 1e6 / txns
-    if queries > 0 and "server_cpu_s" in metrics:
-        out["server_cpu_us_per_query"] = metrics["server_cpu_s"] * 1e6 / queries
-    if txns > 0 and "server_ctx_switches" in metrics:
-        out["ctx_switches_per_txn"] = metrics["server_ctx_switches"] / txns
-    return out
-
-
-class StressHandle:
-    """stress-ng in the background for the length of one trial."""
-
-    def __init__(self, params: Any, binary: Path, folder: Path, limit_s: int) -> None:
-        self.params = params
-        self.folder = folder
-        self.argv = stress_ng.build_command(params, binary=str(binary), timeout_s=limit_s)
-        self.child: proc.Child | None = None
-        self.stderr = folder / "stress-ng.err"
-
-    def start(self) -> None:
-        self.child = proc.spawn(self.argv, stderr=self.stderr)
-
-    @property
-    def pid(self) -> int | None:
-        return self.child.pid if self.child else None
-
-    def died(self) -> str | None:
-        if self.child is None:
-            return None
-        done = self.child.poll()
-        if done is None:
-            return None
-        text = self.stderr.read_text(errors="replace") if self.stderr.exists() else ""
-        reason = stress_ng.failure_reason(stress_ng.parse(text), done.returncode)
-        return f"stress-ng exited early: {reason or f'exit {done.returncode}'}"
-
-    def stop(self) -> dict[str, float]:
-        if self.child is None:
-            return {}
-        started = self.child.started
-        finished = self.child.stop(grace_s=10)
-        self.child = None
-        text = self.stderr.read_text(errors="replace") if self.stderr.exists() else ""
-        result = stress_ng.parse(text)
-        duration = finished.wall_s or (time.monotonic() - started)
-        asked = stress_ng.requested_cpu_seconds(self.params, duration)
-        achieved = finished.user_cpu_s + finished.sys_cpu_s
-        return {
-            "stress_cpu_s_requested": asked,
-            "stress_cpu_s_achieved": achieved,
-            "stress_achieved_ratio": achieved / asked if asked else float("nan"),
-            "stress_bogo_ops": sum(r.bogo_ops for r in result.stressors),
-        }
-
-
 # -- the whole run ---------------------------------------------------------------------------
 
 
@@ -566,17 +194,27 @@ class Runner:
         self.tools = tools
         self.keep_data = keep_data
         self.emit = emit
-        self.events_timeout_s = events_timeout_s
-        self.servers: dict[str, ManagedServerHandle] = {}
-        self.datadir_devices: list[str] | None = None
+        self.servers: dict[str, ServerHandle] = {}
         self.short_names = plan.short_names()
+        device = datadir_device(run.path)
+        uses_system = any(c.scenario.system.active for c in plan.cells)
+        self.context = TrialContext(
+            workload_binary=tools.workload,
+            stress_ng_binary=tools.stress_ng,
+            devices=[device.name] if device else None,
+            system=system.SystemState(device) if uses_system else None,
+            events_timeout_s=events_timeout_s,
+        )
 
-    def _server(self, name: str) -> ManagedServerHandle:
+    def _server(self, name: str) -> ServerHandle:
         if name not in self.servers:
             spec = self.plan.scenario.server_specs[name]
-            assert isinstance(spec, ManagedServer)
             home = self.run.path / "servers" / name
-            self.servers[name] = ManagedServerHandle(name, spec, self.tools.servers[name], home)
+            if isinstance(spec, ExternalServer):
+                self.servers[name] = ExternalServerHandle(name, spec, home)
+            else:
+                binary = self.tools.servers[name]
+                self.servers[name] = ManagedServerHandle(name, spec, binary, home)
         return self.servers[name]
 
     def execute(self, trials: list[Trial]) -> RunSummary:
@@ -610,17 +248,12 @@ class Runner:
 
     def _execute_one(self, trial: Trial) -> TrialRecord:
         with self.run.writing_trial(trial.id) as folder:
-            if self.datadir_devices is None:
-                self.datadir_devices = self._devices()
-            record = TrialExecutor(self, trial, folder).execute()
+            server = self._server(trial.cell.server)
+            record = TrialExecutor(self.context, server, trial, folder).execute()
             store.write_json_atomic(folder / store.TRIAL_JSON, record.to_json(self.short_names))
         self._write_results()
         self._record_servers()
         return record
-
-    def _devices(self) -> list[str] | None:
-        device = environment.storage(self.run.path).get("block_device")
-        return [device] if device else None
 
     def _detail(self, record: TrialRecord) -> str:
         if record.status != "ok":
@@ -653,6 +286,8 @@ class Runner:
             self.run.update_meta(servers=servers)
 
     def _finish(self, interrupted: bool) -> None:
+        if self.context.system is not None:
+            self.context.system.restore()
         for handle in self.servers.values():
             try:
                 handle.close(keep_data=self.keep_data or interrupted)
@@ -715,10 +350,6 @@ def pending_trials(plan: Plan, run: store.RunDir, *, retry_failed: bool) -> list
         if rec is None or (retry_failed and rec["status"] != "ok"):
             pending.append(by_id[trial_id])
     return pending
-
-
-def results_table(run: store.RunDir) -> pd.DataFrame:
-    return run.results()
 
 
 def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:

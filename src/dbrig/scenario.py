@@ -54,6 +54,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dbrig.errors import ConfigError
+from dbrig.system import SystemSettings
 from dbrig.tools.mysqlslap import MysqlslapParams
 from dbrig.tools.stress_ng import StressNgParams
 from dbrig.tools.sysbench import SysbenchParams
@@ -95,7 +96,13 @@ class ExternalServer(_Frozen):
     password_env: str | None = Field(None, description="environment variable holding the password")
     defaults_file: Path | None = Field(None, description="client defaults file with the password")
     reset: Literal["none", "reprepare"] = Field(
-        description="what to do between cells: nothing, or the workload's cleanup + prepare"
+        description=(
+            "between trials: 'none' prepares each data set once, 'reprepare' runs the "
+            "workload's cleanup + prepare before every trial"
+        )
+    )
+    prepare: bool = Field(
+        True, description="false: the data is already there; dbrig never drops or loads it"
     )
 
     @model_validator(mode="after")
@@ -151,6 +158,7 @@ class Scenario(_Frozen):
     workload: Workload
     interference: Interference = Interference()
     sampling: Sampling = Sampling()
+    system: SystemSettings = SystemSettings()
     matrix: dict[str, list[Any]] | list[dict[str, list[Any]]] = Field(default_factory=dict)
     repeat: int = Field(1, ge=1, le=1000)
     warmup: int = Field(0, ge=0, description="seconds of load run and discarded before measuring")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
 from pydantic import BaseModel
@@ -19,6 +19,9 @@ from pydantic import BaseModel
 from dbrig.errors import ConfigError
 from dbrig.tools import mysqlslap, sysbench
 from dbrig.tools.base import Endpoint, ToolInfo
+
+if TYPE_CHECKING:
+    from dbrig.server.external import Credentials
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,10 @@ class Workload(Protocol):
 
     def prepare_argv(self, endpoint: Endpoint, binary: Path) -> list[str] | None: ...
 
+    def cleanup_argv(self, endpoint: Endpoint, binary: Path) -> list[str] | None: ...
+
+    def client_options(self, credentials: Credentials) -> str | None: ...
+
     def run_argv(self, endpoint: Endpoint, binary: Path, warmup: int) -> list[str]: ...
 
     def expected_seconds(self, warmup: int) -> float | None: ...
@@ -63,6 +70,12 @@ class SysbenchWorkload:
 
     def prepare_argv(self, endpoint: Endpoint, binary: Path) -> list[str]:
         return sysbench.build_command(self.params, endpoint, "prepare", binary=str(binary))
+
+    def cleanup_argv(self, endpoint: Endpoint, binary: Path) -> list[str]:
+        return sysbench.build_command(self.params, endpoint, "cleanup", binary=str(binary))
+
+    def client_options(self, credentials: Credentials) -> str | None:
+        return sysbench.client_options_text(credentials.password) if credentials.password else None
 
     def run_argv(self, endpoint: Endpoint, binary: Path, warmup: int) -> list[str]:
         return sysbench.build_command(
@@ -103,6 +116,20 @@ class MysqlslapWorkload:
 
     def prepare_argv(self, endpoint: Endpoint, binary: Path) -> None:
         return None
+
+    def cleanup_argv(self, endpoint: Endpoint, binary: Path) -> None:
+        return None
+
+    def client_options(self, credentials: Credentials) -> str | None:
+        if not credentials.password:
+            return None
+        return mysqlslap.client_options_text(
+            credentials.user,
+            credentials.password,
+            host=credentials.host,
+            port=credentials.port,
+            socket=credentials.socket,
+        )
 
     def run_argv(self, endpoint: Endpoint, binary: Path, warmup: int) -> list[str]:
         if warmup:

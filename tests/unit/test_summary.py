@@ -7,7 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from dbrig.runner import Progress, derived_costs
+from dbrig.runner import Progress
+from dbrig.trial import derived_costs
 from dbrig.scenario import plan_from_dict
 from dbrig.stats import summarize
 from dbrig.summary import cell_table, format_cell, render
