@@ -33,6 +33,27 @@ log = logging.getLogger(__name__)
 _SECRET_ARG = re.compile(r"^(--?[\w-]*password[\w-]*=).*$", re.IGNORECASE)
 _POLL_S = 0.02
 
+def _die_with_parent_prefix() -> tuple[str, ...]:
+    """``setpriv --pdeathsig TERM --``: children get SIGTERM if dbrig itself is killed.
+
+    Ctrl-C and SIGTERM are handled by stop_all(), but SIGKILL (or the OOM killer)
+    gives dbrig no chance to clean up; the kernel's parent-death signal still
+    stops mariadbd, sysbench and stress-ng. setpriv is in util-linux, which
+    every Debian has; without it (or without --pdeathsig) children start plainly.
+    """
+    setpriv = shutil.which("setpriv")
+    if not setpriv:
+        return ()
+    try:
+        helped = subprocess.run(
+            [setpriv, "--help"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return (setpriv, "--pdeathsig", "TERM", "--") if "--pdeathsig" in helped.stdout else ()
+
+
+_DIE_WITH_PARENT = _die_with_parent_prefix()
 _live: dict[int, subprocess.Popen] = {}
 _live_lock = threading.Lock()
 
@@ -153,6 +174,8 @@ def spawn(
     With ``merge_stderr`` stderr goes to the stdout file, in the order it was printed.
     """
     argv = [str(a) for a in argv]
+    if shutil.which(argv[0]) is None:
+        raise ToolMissing(f"{argv[0]} not found")
     log.info("start: %s", " ".join(redact(argv)))
     out = open(stdout, "ab") if stdout else subprocess.DEVNULL  # noqa: SIM115
     err = (
@@ -162,7 +185,7 @@ def spawn(
     with _interrupts_held() as held:
         try:
             popen = subprocess.Popen(
-                argv,
+                [*_DIE_WITH_PARENT, *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,

@@ -105,3 +105,52 @@ def test_an_interrupted_run_stops_everything_and_resumes(
         "c001-r1",
         "c001-r2",
     ]
+
+
+@pytest.mark.integration
+def test_a_sigkilled_dbrig_leaves_no_server_sysbench_or_stress_ng(tmp_path: Path) -> None:
+    """SIGKILL gives dbrig no chance to clean up: the kernel's parent-death signal does it."""
+    scenario = tiny_scenario(
+        interference={"stress-ng": {"cpu": 1, "cpu_load": 50}},
+        workload={"sysbench": {**tiny_scenario()["workload"]["sysbench"], "time": 20}},
+    )
+    path = write_scenario(tmp_path / "long.yaml", scenario)
+    out = tmp_path / "runs"
+    child = subprocess.Popen(
+        [str(DBRIG), "run", str(path), "--out", str(out)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for(
+            "sysbench under stress-ng",
+            lambda: sysbench_running_in_a_partial_trial(out)
+            and list(out.glob("*/trials/.c*.partial/stress-ng.err")),
+            timeout=90,
+            child=child,
+        )
+        child.kill()
+        child.wait()
+        # The children get SIGTERM from the kernel; mariadbd shuts down cleanly.
+        leftovers = wait_for_nothing_left(tmp_path, timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert leftovers == [], f"left running after SIGKILL: {leftovers}"
+
+
+def wait_for_nothing_left(tmp_path: Path, timeout: float) -> list[str]:
+    import time
+
+    from tests.integration.helpers import processes_of
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = processes_of(tmp_path)
+        if not alive:
+            return []
+        time.sleep(0.2)
+    return kill_leftovers(tmp_path)
