@@ -88,7 +88,7 @@ def run(
         return
     tools = runner.preflight(plan)
     if run_dir is None:
-        run_dir = runner.start_run(plan, out, tools, dt.datetime.now())
+        run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
     else:
         run_dir.update_meta(status="running")
     _log_to(run_dir.path / "dbrig.log")
@@ -104,13 +104,12 @@ def run(
 
 
 def _resume_plan(resume_dir: Path) -> tuple[store.RunDir, scenario.Plan]:
+    """The saved scenario and shuffle seed: a resumed run is the run it was, whatever the
+    scenario file says now."""
     run_dir = store.RunDir.open(resume_dir)
     meta = run_dir.meta()
-    raw = dict(meta["raw_scenario"])
-    raw.setdefault("seed", meta.get("seed"))
-    plan = scenario.plan_from_dict(raw, source=str(resume_dir / "scenario.yaml"))
-    if plan.digest != meta.get("digest") and "seed" not in meta["raw_scenario"]:
-        plan = scenario.plan_from_dict(dict(meta["raw_scenario"]), source=str(resume_dir))
+    source = str(resume_dir / "scenario.yaml")
+    plan = scenario.plan_from_dict(meta["raw_scenario"], source=source, seed=meta.get("seed"))
     return run_dir, plan
 
 
@@ -205,9 +204,15 @@ def main(argv: list[str] | None = None) -> None:
         proc.stop_all()
         err_console.print("dbrig: interrupted")
         sys.exit(130)
+    except click.UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx else "dbrig"
+        err_console.print(
+            f"dbrig: error: {exc.format_message()} (see: {command} --help)", markup=False
+        )
+        sys.exit(2)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+        sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         proc.stop_all()
         err_console.print("dbrig: interrupted")

@@ -314,7 +314,10 @@ def load(path: Path | str) -> Plan:
     return plan_from_dict(read_yaml(path), source=str(path))
 
 
-def plan_from_dict(raw: dict[str, Any], *, source: str = "<scenario>") -> Plan:
+def plan_from_dict(
+    raw: dict[str, Any], *, source: str = "<scenario>", seed: int | None = None
+) -> Plan:
+    """Validate and expand; ``seed`` (a resumed run's saved one) wins over the file's."""
     scenario = validate(raw, source)
     blocks = matrix_blocks(scenario.matrix, source)
     for block in blocks:
@@ -323,7 +326,10 @@ def plan_from_dict(raw: dict[str, Any], *, source: str = "<scenario>") -> Plan:
                 check_path(p, raw, source)
     cells = expand(raw, blocks, scenario, source)
     names = tuple(dict.fromkeys(k for c in cells for k, _ in c.factors))
-    seed = scenario.seed if scenario.seed is not None else random.SystemRandom().randrange(2**31)
+    if seed is None:
+        seed = scenario.seed
+    if seed is None:
+        seed = random.SystemRandom().randrange(2**31)
     return Plan(scenario, raw, source, tuple(cells), names, seed)
 
 

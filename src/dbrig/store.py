@@ -65,12 +65,21 @@ class RunDir:
 
     @classmethod
     def create(cls, out: Path, name: str, now: dt.datetime) -> RunDir:
+        """A new, marked directory ``<out>/<name>-<timestamp>[-N]``; never an existing one."""
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"--out {out}: is a file, expected a directory")
         base = out / f"{name}-{now:%Y%m%d-%H%M%S}"
-        path, n = base, 1
-        while path.exists():
-            n += 1
-            path = base.with_name(f"{base.name}-{n}")
         try:
+            out.mkdir(parents=True, exist_ok=True)
+            for n in range(1, 1000):
+                path = base if n == 1 else base.with_name(f"{base.name}-{n}")
+                try:
+                    path.mkdir()  # atomic: two runs started in one second get two directories
+                    break
+                except FileExistsError:
+                    continue
+            else:
+                raise ConfigError(f"--out {out}: no free run directory name for {base.name}")
             dd.mark_owned(path, role="run")
         except PermissionError:
             raise ConfigError(f"--out {out}: not writable") from None
@@ -83,7 +92,11 @@ class RunDir:
             raise ConfigError(f"{path}: no such run directory")
         run = cls(path)
         version = run.meta().get("format_version")
-        if not isinstance(version, int) or version > FORMAT_VERSION:
+        if not isinstance(version, int):
+            raise ConfigError(
+                f"{path / RUN_JSON}: no format_version: this is not a dbrig run directory"
+            )
+        if version > FORMAT_VERSION:
             raise ConfigError(
                 f"{path / RUN_JSON}: format_version {version!r} is newer than this dbrig "
                 f"understands ({FORMAT_VERSION}): upgrade dbrig"
@@ -145,7 +158,7 @@ class RunDir:
         frame.to_csv(csv_tmp, index=False)
         os.replace(csv_tmp, self.path / "results.csv")
         parquet_tmp = self.path / ".results.parquet.tmp"
-        frame.to_parquet(parquet_tmp, index=False)
+        parquet_safe(frame).to_parquet(parquet_tmp, index=False)
         os.replace(parquet_tmp, self.path / "results.parquet")
 
     def results(self) -> pd.DataFrame:
@@ -153,6 +166,17 @@ class RunDir:
         if not path.exists():
             return results_frame(self.trial_records().values())
         return pd.read_csv(path)
+
+
+def parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Parquet columns have one type: a factor mixing 128M and 1073741824 becomes text."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object:
+            kinds = {type(v) for v in out[column].dropna()}
+            if len(kinds) > 1:
+                out[column] = out[column].map(lambda v: v if v is None or v != v else str(v))
+    return out
 
 
 def results_frame(records: Any) -> pd.DataFrame:

@@ -116,3 +116,21 @@ def test_neither_a_scenario_nor_resume_is_one_line(
 ) -> None:
     line = refused(["run"], capsys, tmp_path / "runs")
     assert "--resume" in line
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["run", "--bogus"], "No such option '--bogus'"),
+        (["nope"], "No such command 'nope'"),
+        (["show"], "Missing argument 'RUN_DIR'"),
+    ],
+)
+def test_a_wrong_flag_or_command_is_one_line_with_exit_2(
+    args: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = dbrig(args, capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dbrig: error: ") and expected in lines[0]
+    assert "--help" in lines[0]

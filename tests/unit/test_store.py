@@ -251,3 +251,25 @@ def test_pending_trials_are_the_saved_order_minus_the_saved_trials(run: RunDir) 
     assert pending[0].cell is plan.cells[0]
     retried = pending_trials(plan, run, retry_failed=True)
     assert [t.id for t in retried] == ["c000-r1", "c000-r2", "c001-r2"]
+
+
+def test_results_with_a_factor_of_mixed_types_still_write_parquet(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path, "mixed", dt.datetime(2026, 1, 1))
+    frame = pd.DataFrame(
+        {"server.config.innodb_buffer_pool_size": ["128M", 1073741824], "tps": [1.0, 2.0]}
+    )
+    run.write_results(frame)
+    back = pd.read_parquet(run.path / "results.parquet")
+    assert list(back["server.config.innodb_buffer_pool_size"]) == ["128M", "1073741824"]
+
+
+def test_open_refuses_a_run_json_without_format_version(tmp_path: Path) -> None:
+    (tmp_path / "run.json").write_text(json.dumps({"status": "complete"}))
+    with pytest.raises(ConfigError, match="no format_version: this is not a dbrig run"):
+        RunDir.open(tmp_path)
+
+
+def test_create_refuses_an_out_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError, match="is a file, expected a directory"):
+        RunDir.create(tmp_path / "file", "x", dt.datetime(2026, 1, 1))
