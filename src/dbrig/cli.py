@@ -86,7 +86,7 @@ def run(
     if dry_run:
         _print_dry_run(plan)
         return
-    tools = runner.preflight(plan)
+    tools = runner.preflight(plan, out if run_dir is None else run_dir.path)
     if run_dir is None:
         run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
     else:

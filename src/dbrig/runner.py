@@ -53,7 +53,7 @@ class Toolbox:
     servers: dict[str, ServerBinary]
 
 
-def preflight(plan: Plan) -> Toolbox:
+def preflight(plan: Plan, out: Path | None = None) -> Toolbox:
     """Find every binary and check every cell against this host; raises before anything runs."""
     tool = workload_for(plan.scenario.workload)
     binary = proc.which(tool.info.binaries, package=tool.info.package)
@@ -84,7 +84,7 @@ def preflight(plan: Plan) -> Toolbox:
             servers[name] = find_server(spec.basedir)
         else:
             _check_reachable(plan, name, spec)
-    _check_system(plan)
+    _check_system(plan, out or Path(plan.scenario.out))
     return Toolbox(
         workload=binary,
         workload_version=environment.tool_version(binary),
@@ -106,11 +106,11 @@ def _check_reachable(plan: Plan, name: str, spec: ExternalServer) -> None:
         raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
 
 
-def _check_system(plan: Plan) -> None:
+def _check_system(plan: Plan, out: Path) -> None:
     wanted = [c.scenario.system for c in plan.cells]
     if any(s.active for s in wanted):
         try:
-            system.check(wanted, datadir_device(Path(plan.scenario.out)))
+            system.check(wanted, datadir_device(out))
         except ConfigError as exc:
             raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
 
@@ -374,6 +374,13 @@ def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
         config = cell.scenario.server_specs[cell.server]
         if isinstance(config, ManagedServer) and config.config:
             yield "  my.cnf: " + ", ".join(f"{k}={v}" for k, v in config.config.items())
+        if isinstance(config, ManagedServer) and config.cpus:
+            yield "  server pinned to cores: " + ",".join(map(str, config.cpus))
+        settings = cell.scenario.system
+        if settings.active:
+            yield "  system: " + ", ".join(
+                f"{k}={v}" for k, v in settings.model_dump(exclude_defaults=True).items()
+            )
 
 
 def _endpoint_for_display(database: str, socket_path: str) -> Endpoint:

@@ -38,3 +38,45 @@ def test_scheduler_and_read_ahead_are_set_read_back_and_restored() -> None:
         state.restore()
     assert device.scheduler()[0] == before_scheduler
     assert device.read_ahead_kb() == before_read_ahead
+
+
+def test_a_run_over_io_schedulers_records_each_and_puts_the_original_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.integration.helpers import (
+        only_run_dir,
+        read_json,
+        run_main,
+        tiny_scenario,
+        write_scenario,
+    )
+
+    device = _device()
+    before, offered = device.scheduler()
+    wanted = [s for s in ("none", "mq-deadline") if s in offered] or offered[:2]
+    scenario = tiny_scenario(matrix={"system.io_scheduler": wanted}, system={"drop_caches": True})
+    path = write_scenario(tmp_path / "sched.yaml", scenario)
+    result = run_main(["run", str(path), "--out", str(tmp_path / "runs")], capsys)
+    assert result.code == 0, result.err
+    run = only_run_dir(tmp_path / "runs")
+    seen = {}
+    for trial in sorted((run / "trials").iterdir()):
+        record = read_json(trial / "trial.json")
+        seen[record["factors"]["system.io_scheduler"]] = record["system"]
+    assert set(seen) == set(wanted)
+    for name, applied in seen.items():
+        assert applied == {"io_scheduler": name, "drop_caches": True}
+    assert device.scheduler()[0] == before
+
+
+def test_a_scheduler_the_device_does_not_offer_is_refused_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.integration.helpers import one_error_line, run_main, tiny_scenario, write_scenario
+
+    _device()
+    path = write_scenario(tmp_path / "bad.yaml", tiny_scenario(system={"io_scheduler": "cfq"}))
+    result = run_main(["run", str(path), "--out", str(tmp_path / "runs")], capsys)
+    assert result.code == 2
+    assert "system.io_scheduler: 'cfq' is not offered" in one_error_line(result.err)
+    assert not (tmp_path / "runs").exists()
