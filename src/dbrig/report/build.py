@@ -1,0 +1,713 @@
+"""Build the run report from a saved run directory.
+
+:func:`write_report` reads only the run directory (run.json, results.csv and
+the trial folders) and writes, into it:
+
+- ``report.html``: one self-contained page (charts as data URIs, inline CSS,
+  no JavaScript, no network);
+- ``plots/*.png``: the same charts as files (``factor_<n>.png``,
+  ``timeseries_throughput.png``, ``cell_<cell>.png``);
+- ``results_by_cell.csv``: the per-cell aggregate (columns in
+  :mod:`dbrig.report.tables`).
+
+It renders complete, interrupted and still-running runs, and failed trials.
+To stay fast on large matrices, per-cell time series are drawn for the first
+:data:`MAX_CELL_FIGURES` cells that have saved trials and the throughput
+overview for the first :data:`MAX_GRID_CELLS` (the page says so), and factor
+charts draw at most :data:`MAX_SERIES` lines or bar groups each.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import dbrig
+from dbrig.report import charts, html
+from dbrig.report.data import RunData, load_run, plain_value, read_samples, read_trial_json
+from dbrig.report.metrics import Metric, headline_metrics
+from dbrig.report.tables import (
+    CellStats,
+    aggregate,
+    by_cell_frame,
+    cell_overview,
+    metric_columns,
+)
+from dbrig.report.warnings import (
+    RunWarning,
+    compute_warnings,
+    parse_size,
+    throughput_metric,
+)
+
+REPORT_HTML = "report.html"
+RESULTS_BY_CELL = "results_by_cell.csv"
+PLOTS_DIR = "plots"
+MAX_CELL_FIGURES = 8  # one figure of nine panels per cell: about 0.5 s each
+MAX_GRID_CELLS = 16  # panels of the throughput overview
+MAX_FACTOR_CHARTS = 6
+MAX_SERIES = 8
+_OUR_PLOTS = re.compile(r"^(factor_\d+|timeseries_\w+|cell_[\w.-]+)\.png$")
+
+
+@dataclass(frozen=True)
+class Plot:
+    file: str  # name under plots/
+    title: str
+    caption: str
+    png: bytes
+
+
+def write_report(run_dir: Path, *, max_cell_figures: int = MAX_CELL_FIGURES) -> Path:
+    """Write report.html, plots/*.png and results_by_cell.csv into ``run_dir``; return the page."""
+    data = load_run(Path(run_dir))
+    overview = cell_overview(data.results, data.cells)
+    stats = aggregate(
+        data.results, metric_columns(data.results, data.factors), list(overview["cell"])
+    )
+    warnings = compute_warnings(data, overview, stats)
+    _write_csv(data.path / RESULTS_BY_CELL, by_cell_frame(overview, stats))
+    headline = headline_metrics(data.results)
+    plots = _factor_plots(data, overview, stats, headline)
+    grid_cells = _cells_with_trials(overview, max(MAX_GRID_CELLS, max_cell_figures))
+    detail_cells = grid_cells[:max_cell_figures]
+    timeseries = _timeseries_plots(data, grid_cells, detail_cells, headline)
+    _write_plots(data.path / PLOTS_DIR, [*plots, *timeseries])
+    context = report_context(data, overview, stats, warnings, headline)
+    context.update(
+        factor_plots=plots,
+        timeseries_plots=timeseries,
+        cells_in_grid=len(grid_cells),
+        cells_drawn=len(detail_cells),
+        cells_with_trials=int((overview["trials"] > 0).sum()),
+    )
+    page = data.path / REPORT_HTML
+    _write_text(page, html.render(context))
+    return page
+
+
+# --------------------------------------------------------------------------- context
+
+
+def report_context(
+    data: RunData,
+    overview: pd.DataFrame,
+    stats: CellStats,
+    warnings: list[RunWarning],
+    headline: list[Metric],
+) -> dict[str, Any]:
+    """Everything the template shows except the charts."""
+    meta = data.meta
+    configs = _effective_configs(data)
+    return {
+        "name": data.name,
+        "description": data.scenario.get("description") or "",
+        "run": {
+            "dir": data.path.name,
+            "status": data.status,
+            "created_at": _when(meta.get("created_at")),
+            "finished_at": _when(meta.get("finished_at")),
+            "trials_saved": len(data.results),
+            "trials_planned": data.planned_trials,
+            "trials_failed": int((data.results["status"] != "ok").sum()),
+            "cells": len(overview),
+        },
+        "generated": f"dbrig {dbrig.__version__}",
+        "warnings": warnings,
+        "scenario_facts": _scenario_facts(data),
+        "matrix": _matrix(data, overview),
+        "environment_facts": _environment_facts(data),
+        "servers": _servers(data),
+        "settings": _settings(overview, configs),
+        "table": _result_table(data, overview, stats, headline),
+        "repetitions": _repetition_rows(data, overview, headline),
+        "failed_trials": _failed_trials(data, overview),
+        "scenario_yaml": _read_text(data.path / "scenario.yaml"),
+        "files": {"csv": RESULTS_BY_CELL, "plots": PLOTS_DIR},
+    }
+
+
+def _scenario_facts(data: RunData) -> list[tuple[str, str]]:
+    s = data.scenario
+    facts = []
+    tool = data.workload_tool
+    if tool:
+        facts.append(("Workload", f"{tool} " + _params_text(data.workload_params, data.factors)))
+    stress = data.stress_params
+    if stress:
+        facts.append(("Interference", _stress_text(stress, data.factors)))
+    server = s.get("server") or {}
+    if server.get("config"):
+        config = _unvaried(server["config"], "server.config.", data.factors)
+        facts.append(("Server config", _mapping_text(config)))
+    for name, spec in (s.get("servers") or {}).items():
+        named = (spec or {}).get("config") or {}
+        config = _unvaried(named, f"servers.{name}.config.", data.factors)
+        facts.append((f"Server {name}", _mapping_text(config)))
+    facts.append(
+        (
+            "Repetitions",
+            f"{s.get('repeat', '?')} per cell, order {s.get('order', '?')}, seed "
+            f"{data.meta.get('seed', s.get('seed', '?'))}",
+        )
+    )
+    facts.append(("Warm-up", f"{s.get('warmup', 0)} s (discarded, shaded in the time series)"))
+    sampling = s.get("sampling") or {}
+    if sampling:
+        state = f"every {sampling.get('interval', 1)} s" if sampling.get("enabled") else "off"
+        facts.append(("Sampling", state))
+    if data.meta.get("source"):
+        facts.append(("Scenario file", f"{data.meta['source']} (digest {data.meta.get('digest')})"))
+    return facts
+
+
+def _params_text(params: dict[str, Any], factors: tuple[str, ...], skip_zero: bool = False) -> str:
+    """``key=value`` for the settings every cell shares (factors are in the matrix table)."""
+    varied = {f.rsplit(".", 1)[-1] for f in factors}
+    parts = []
+    for key, value in params.items():
+        empty = value in (None, [], {}, "") or (skip_zero and value == 0 and value is not False)
+        if empty or key in varied:
+            continue
+        parts.append(f"{key}={_value_text(value)}")
+    return ", ".join(parts)
+
+
+def _stress_text(params: dict[str, Any], factors: tuple[str, ...]) -> str:
+    workers = ("cpu", "io", "hdd", "vm")
+    varied = any(f.startswith("interference.stress-ng.") for f in factors)
+    if not varied and not any(params.get(w) for w in workers):
+        return "none (every stress-ng stressor has 0 workers)"
+    return "stress-ng " + _params_text(params, factors, skip_zero=True)
+
+
+def _unvaried(config: dict[str, Any], prefix: str, factors: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in config.items() if f"{prefix}{k}" not in factors}
+
+
+def _mapping_text(mapping: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={_value_text(v)}" for k, v in mapping.items()) or "(defaults)"
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(_value_text(v) for v in value)
+    if isinstance(value, dict):
+        return "{" + _mapping_text(value) + "}"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return plain_value(value)
+
+
+def _matrix(data: RunData, overview: pd.DataFrame) -> list[dict[str, str]]:
+    rows = []
+    for factor in data.factors:
+        values = overview[factor].tolist() if factor in overview else []
+        levels = dict.fromkeys(plain_value(v) for v in values)  # values may be lists: unhashable
+        rows.append({"label": data.labels[factor], "path": factor, "levels": ", ".join(levels)})
+    return rows
+
+
+def _environment_facts(data: RunData) -> list[tuple[str, str]]:
+    env = data.meta.get("environment") or {}
+    host, storage, tools = env.get("host") or {}, env.get("storage") or {}, env.get("tools") or {}
+    facts = []
+    if host:
+        facts += [
+            ("Host", str(host.get("hostname", "?"))),
+            ("OS", str(host.get("os", "?"))),
+            ("Kernel", str(host.get("kernel", "?"))),
+            ("CPU", f"{host.get('cpu_model', '?')}, {host.get('cpu_count', '?')} logical cores"),
+            ("Memory", f"{host.get('memory_gib', '?')} GiB"),
+        ]
+    if storage:
+        reflink = "yes" if storage.get("reflink") else "no"
+        facts.append(
+            (
+                "Storage",
+                f"{storage.get('fstype', '?')} on {storage.get('device', '?')} "
+                f"(mounted at {storage.get('mount', '?')}), block device "
+                f"{storage.get('block_device', '?')}, I/O scheduler "
+                f"{storage.get('io_scheduler', '?')}, reflink copies {reflink}",
+            )
+        )
+    servers = data.meta.get("servers") or {}
+    for name, version in tools.items():
+        if not version or (name.startswith("server:") and name[7:] in servers):
+            continue
+        title = {"workload": data.workload_tool or "workload tool"}.get(name, name)
+        facts.append((title, str(version)))
+    if host.get("python") or host.get("dbrig"):
+        facts.append(
+            ("Recorded by", f"dbrig {host.get('dbrig', '?')}, Python {host.get('python')}")
+        )
+    return facts
+
+
+def _servers(data: RunData) -> list[dict[str, Any]]:
+    servers = []
+    for name, info in (data.meta.get("servers") or {}).items():
+        variables = info.get("variables") or {}
+        pool = parse_size(variables.get("innodb_buffer_pool_size"))
+        if any(f.endswith(".innodb_buffer_pool_size") for f in data.factors):
+            pool = None  # varied by the matrix: the value at the first start says little
+        servers.append(
+            {
+                "name": name,
+                "version": f"{info.get('flavor', '')} {info.get('version', '')}".strip(),
+                "binary": info.get("binary", ""),
+                "buffer_pool": _size_text(pool) if pool else "",
+                "variables": sorted(variables.items()),
+            }
+        )
+    return servers
+
+
+def _effective_configs(data: RunData) -> dict[str, dict[str, Any]]:
+    """effective_config of each cell's first saved trial."""
+    configs = {}
+    for cell, trials in data.trials_by_cell.items():
+        record = read_trial_json(data.trial_dir(trials[0]))
+        configs[cell] = record.get("effective_config") or {}
+    return configs
+
+
+def _settings(overview: pd.DataFrame, configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    if not configs:
+        return {"common": [], "varying": [], "rows": []}
+    frame = pd.DataFrame.from_dict(configs, orient="index").astype(str)
+    varying = [k for k in frame.columns if frame[k].nunique(dropna=False) > 1]
+    common = [(k, frame[k].iloc[0]) for k in frame.columns if k not in varying]
+    labels = dict(zip(overview["cell"], overview["label"], strict=True))
+    rows = [
+        {"cell": cell, "label": labels.get(cell, ""), "values": list(values)}
+        for cell, values in frame[varying].iterrows()
+    ]
+    return {"common": common, "varying": varying, "rows": rows if varying else []}
+
+
+# --------------------------------------------------------------------------- result table
+
+
+def _result_table(
+    data: RunData, overview: pd.DataFrame, stats: CellStats, headline: list[Metric]
+) -> dict[str, Any]:
+    throughput = throughput_metric(stats)
+    cells = list(overview["cell"])
+    columns = [_metric_column(stats, cells, m) for m in headline]
+    cvs = (
+        stats.cv[throughput[0]].reindex(cells).to_numpy() if throughput else [math.nan] * len(cells)
+    )
+    rows = []
+    for i, cell in enumerate(overview.to_dict("records")):
+        cv = float(cvs[i])
+        rows.append(
+            {
+                "cell": cell["cell"],
+                "factors": [plain_value(cell[f]) for f in data.factors],
+                "runs": f"{cell['ok']}/{cell['planned'] or cell['trials']}",
+                "state": cell["state"],
+                "values": [column[i] for column in columns],
+                "cv": "" if math.isnan(cv) else f"{100 * cv:.1f} %",
+                "cv_high": not math.isnan(cv) and cv > 0.05,
+                "note": _cell_note(cell),
+            }
+        )
+    return {
+        "factor_headings": [data.labels[f] for f in data.factors],
+        "numeric_factors": [_is_numeric(overview[f]) for f in data.factors],
+        "metrics": headline,
+        "cv_heading": f"{throughput[1]} CV" if throughput else "",
+        "rows": rows,
+        "has_notes": any(r["note"] for r in rows),
+    }
+
+
+def _metric_column(stats: CellStats, cells: list[str], metric: Metric) -> list[dict[str, str]]:
+    """One metric's table cells: mean, ± half-width, and a tooltip with n, interval and CV."""
+
+    def values(stat: str) -> list[float]:
+        frame: pd.DataFrame = getattr(stats, stat)
+        if metric.column not in frame.columns:
+            return [math.nan] * len(cells)
+        return frame[metric.column].reindex(cells).astype(float).tolist()
+
+    out = []
+    for mean, half, n, cv, low, high in zip(
+        values("mean"),
+        values("half"),
+        values("n"),
+        values("cv"),
+        values("ci_low"),
+        values("ci_high"),
+        strict=True,
+    ):
+        if math.isnan(mean):
+            out.append({"mean": "", "half": "", "title": ""})
+            continue
+        title = f"n={n:.0f}"
+        if not math.isnan(half):
+            title += f", 95 % CI {metric.format(low)} .. {metric.format(high)}"
+        if not math.isnan(cv):
+            title += f", CV {100 * cv:.1f} %"
+        out.append(
+            {
+                "mean": metric.format(mean),
+                "half": "" if math.isnan(half) else "± " + metric.format(half),
+                "title": title,
+            }
+        )
+    return out
+
+
+def _cell_note(cell: dict[str, Any]) -> str:
+    state = cell["state"]
+    if state == "pending":
+        return "not run yet"
+    if state == "failed":
+        return f"every repetition failed: {cell['failed_reasons']}"
+    if state == "partial":
+        return f"{cell['failed']} failed: {cell['failed_reasons']}"
+    if state == "incomplete":
+        return f"{cell['trials']} of {cell['planned']} repetitions saved"
+    return ""
+
+
+def _repetition_rows(
+    data: RunData, overview: pd.DataFrame, headline: list[Metric]
+) -> list[dict[str, Any]]:
+    if data.results.empty:
+        return []
+    factors = overview.set_index("cell")[list(data.factors)] if data.factors else None
+    ordered = data.results.sort_values(["cell", "repetition"], kind="stable")
+    columns = [m.column for m in headline]
+    rows = []
+    for rec in ordered[["trial", "cell", "repetition", "status", "reason", *columns]].itertuples(
+        index=False
+    ):
+        values = rec[5:]
+        cell = str(rec.cell)
+        rows.append(
+            {
+                "trial": rec.trial,
+                "cell": cell,
+                "factors": (
+                    [plain_value(v) for v in factors.loc[cell]]
+                    if factors is not None and cell in factors.index
+                    else []
+                ),
+                "repetition": int(rec.repetition),
+                "ok": rec.status == "ok",
+                "status": rec.status,
+                "reason": rec.reason or "",
+                "values": [m.format(_float(v)) for m, v in zip(headline, values, strict=True)],
+            }
+        )
+    return rows
+
+
+def _failed_trials(data: RunData, overview: pd.DataFrame) -> list[dict[str, str]]:
+    failed = data.results[data.results["status"] != "ok"]
+    labels = dict(zip(overview["cell"], overview["label"], strict=True))
+    return [
+        {
+            "trial": str(r.trial),
+            "cell": str(r.cell),
+            "label": f"{r.cell} {labels.get(str(r.cell), '')}",
+            "status": str(r.status),
+            "reason": str(r.reason or "no reason recorded"),
+        }
+        for r in failed.itertuples()
+    ]
+
+
+# --------------------------------------------------------------------------- factor charts
+
+
+def _factor_plots(
+    data: RunData, overview: pd.DataFrame, stats: CellStats, headline: list[Metric]
+) -> list[Plot]:
+    drawable = overview[overview["ok"] > 0]
+    if drawable.empty or not headline:
+        return []
+    varying = [f for f in data.factors if drawable[f].astype(str).nunique() > 1]
+    plots = []
+    for number, factor in enumerate(varying[:MAX_FACTOR_CHARTS], start=1):
+        others = [f for f in varying if f != factor]
+        points = _factor_points(data, drawable, stats, headline, factor, others)
+        series = list(dict.fromkeys(points["series"]))
+        shown = series[:MAX_SERIES]
+        points = points[points["series"].isin(shown)]
+        numeric = _is_numeric(overview[factor])
+        fig = charts.factor_chart(
+            points,
+            x=factor,
+            x_label=data.labels[factor],
+            series="series",
+            series_label=", ".join(data.labels[o] for o in others),
+            metrics=headline,
+            numeric=numeric,
+        )
+        label = data.labels[factor]
+        caption = (
+            f"Mean of the successful repetitions of each cell against {label} "
+            f"({factor}); {'error bars' if numeric else 'whiskers'} are the 95 % confidence "
+            "interval of the mean."
+        )
+        if others:
+            caption += f" One {'line' if numeric else 'colour'} per value of " + ", ".join(
+                data.labels[o] for o in others
+            )
+            caption += (
+                f"; the first {MAX_SERIES} of {len(series)} combinations are drawn."
+                if len(series) > MAX_SERIES
+                else "."
+            )
+        kind = "line" if numeric else "bar"
+        plots.append(
+            Plot(
+                f"factor_{number}.png", f"Headline metrics by {label} ({kind})", caption, _png(fig)
+            )
+        )
+    return plots
+
+
+def _factor_points(
+    data: RunData,
+    cells: pd.DataFrame,
+    stats: CellStats,
+    headline: list[Metric],
+    factor: str,
+    others: list[str],
+) -> pd.DataFrame:
+    points = cells[["cell", factor, *others]].copy()
+    points["series"] = "all"
+    if others:
+        parts = [points[o].map(lambda v, o=o: f"{data.labels[o]}={plain_value(v)}") for o in others]
+        points["series"] = pd.concat(parts, axis=1).agg(" ".join, axis=1)
+    for metric in headline:
+        points[metric.column] = points["cell"].map(stats.mean[metric.column])
+        points[f"{metric.column}_half"] = points["cell"].map(stats.half[metric.column])
+    order = points[factor].map(_sort_key)
+    return points.assign(_order=order).sort_values("_order", kind="stable").drop(columns="_order")
+
+
+def _sort_key(value: Any) -> tuple[int, float, str]:
+    size = parse_size(value)
+    if size is not None:
+        return (0, size, "")
+    return (1, 0.0, str(value))
+
+
+def _is_numeric(values: pd.Series) -> bool:
+    def numeric(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool) and not pd.isna(v)
+
+    return bool(len(values)) and all(numeric(v) for v in values)
+
+
+# --------------------------------------------------------------------------- time series
+
+
+def _cells_with_trials(overview: pd.DataFrame, limit: int) -> list[dict[str, Any]]:
+    with_trials = overview[overview["trials"] > 0]
+    return with_trials.head(max(limit, 0)).to_dict("records")
+
+
+@dataclass(frozen=True)
+class _SeriesColumns:
+    throughput: str  # intervals.csv column
+    throughput_label: str
+    latency: tuple[str, str]  # column, axis label
+
+
+def _series_columns(data: RunData, headline: list[Metric]) -> _SeriesColumns:
+    throughput = _interval_column(data, ("tps", "events_per_s", "qps"))
+    percentile = next((m.name for m in headline if m.column == "latency_pct_ms"), "p95 latency")
+    return _SeriesColumns(
+        throughput, _throughput_label(throughput), ("latency_pct_ms", f"{percentile} (ms)")
+    )
+
+
+def _timeseries_plots(
+    data: RunData,
+    grid_cells: list[dict[str, Any]],
+    detail_cells: list[dict[str, Any]],
+    headline: list[Metric],
+) -> list[Plot]:
+    """The throughput overview of ``grid_cells``, then one figure per cell of ``detail_cells``."""
+    columns = _series_columns(data, headline)
+    series = {
+        cell["cell"]: _interval_series(data, data.trials_by_cell.get(cell["cell"], []))
+        for cell in grid_cells
+    }
+    plots = []
+    panels = [(f"{c['cell']} {c['label']}", series[c["cell"]]) for c in grid_cells]
+    if len(panels) > 1 and any(s for _, s in panels):
+        fig = charts.timeseries_grid(
+            panels,
+            column=columns.throughput,
+            ylabel=columns.throughput_label,
+            warmup_s=max(_warmup(data, c) for c in grid_cells),
+        )
+        caption = (
+            "Per-interval throughput of every repetition (one line each), same axes in every "
+            "panel. Grey: warm-up, discarded."
+        )
+        plots.append(
+            Plot(
+                "timeseries_throughput.png",
+                "Throughput over time, per cell",
+                caption,
+                _png(fig),
+            )
+        )
+    for cell in detail_cells:
+        plot = _cell_plot(data, cell, series.get(cell["cell"]), columns)
+        if plot is not None:
+            plots.append(plot)
+    return plots
+
+
+def _cell_plot(
+    data: RunData,
+    cell: dict[str, Any],
+    series: list[charts.Series] | None,
+    columns: _SeriesColumns,
+) -> Plot | None:
+    if series is None:
+        series = _interval_series(data, data.trials_by_cell.get(cell["cell"], []))
+    sample_trial = _representative_trial(data, cell["cell"], columns.throughput)
+    sample_dir = data.trial_dir(sample_trial)
+    samples = charts.CellSamples(
+        intervals=series,
+        sample_label=_rep_label(data, sample_trial),
+        cpu=read_samples(sample_dir, "cpu"),
+        disk=read_samples(sample_dir, "disk"),
+        status=read_samples(sample_dir, "status"),
+    )
+    title = f"{cell['cell']} {cell['label']}"
+    fig = charts.cell_figure(
+        samples,
+        title=title,
+        throughput=(columns.throughput, columns.throughput_label),
+        latency=columns.latency,
+        warmup_s=_warmup(data, cell),
+    )
+    if fig is None:
+        return None
+    caption = (
+        "Throughput and latency of every repetition; host and server samples of "
+        f"{samples.sample_label} (the successful repetition with the median "
+        f"{columns.throughput}). Grey: warm-up, discarded."
+    )
+    return Plot(f"cell_{cell['cell']}.png", title, caption, _png(fig))
+
+
+def _interval_column(data: RunData, candidates: tuple[str, ...]) -> str:
+    for column in candidates:
+        if column in data.results and data.results[column].notna().any():
+            return column
+    return candidates[0]
+
+
+def _throughput_label(column: str) -> str:
+    return {"tps": "TPS (txn/s)", "events_per_s": "events/s", "qps": "QPS (queries/s)"}.get(
+        column, column
+    )
+
+
+def _interval_series(data: RunData, trials: list[str]) -> list[charts.Series]:
+    series = []
+    for trial in trials:
+        frame = read_samples(data.trial_dir(trial), "intervals")
+        if frame is not None:
+            series.append(charts.Series(_rep_label(data, trial), frame))
+    return series
+
+
+def _representative_trial(data: RunData, cell: str, metric: str) -> str:
+    """The successful repetition with the median throughput, else the first saved one."""
+    rows = data.results[data.results["cell"] == cell]
+    ok = rows[rows["status"] == "ok"]
+    if metric in ok and ok[metric].notna().any():
+        values = ok[metric].dropna()
+        nearest = (values - values.median()).abs().sort_values(kind="stable").index[0]
+        return str(ok.at[nearest, "trial"])
+    return str((ok if not ok.empty else rows)["trial"].iloc[0])
+
+
+def _rep_label(data: RunData, trial: str) -> str:
+    return "r" + trial.rsplit("-r", 1)[-1] if "-r" in trial else trial
+
+
+def _warmup(data: RunData, cell: dict[str, Any]) -> float:
+    value = data.setting(cell, "warmup")
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _png(fig: Any) -> bytes:
+    return charts.png_bytes(fig)
+
+
+def _write_plots(folder: Path, plots: list[Plot]) -> None:
+    folder.mkdir(exist_ok=True)
+    for old in folder.iterdir():
+        if _OUR_PLOTS.match(old.name):
+            old.unlink()
+    for plot in plots:
+        (folder / plot.file).write_bytes(plot.png)
+
+
+def _write_csv(path: Path, frame: pd.DataFrame) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def _when(value: Any) -> str:
+    if not value:
+        return ""
+    try:
+        stamp = dt.datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    zone = " UTC" if stamp.utcoffset() == dt.timedelta(0) else ""
+    return stamp.strftime("%Y-%m-%d %H:%M:%S") + zone
+
+
+def _float(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def _size_text(size: float) -> str:
+    if size >= 2**30:
+        return f"{size / 2**30:g} GiB"
+    return f"{size / 2**20:g} MiB"

@@ -1,0 +1,641 @@
+"""Charts of the run report: pure functions from frames to matplotlib Figures, then PNG bytes.
+
+Figures are built with matplotlib's object API (``Figure``, never pyplot) and
+rendered by the Agg canvas: no display, no pyplot registry of open figures.
+Every axis names its unit. Time axes are seconds since the start of the
+measured window, so the warm-up is negative and shaded grey.
+
+Inputs are plain frames:
+
+- factor charts take one row per cell: the factor's value, a series label (the
+  other factors' values) and ``<metric>`` (mean) plus ``<metric>_half`` (half
+  width of the 95 % interval) per metric;
+- time series take a trial's own CSV files (intervals.csv, cpu.csv, disk.csv,
+  status.csv; columns in :mod:`dbrig.sampling` and :mod:`dbrig.tools.sysbench`).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from dbrig.report.metrics import Metric
+
+DPI = 100
+PALETTE = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#ff7f0e",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#7f7f7f",
+    "#bcbd22",
+)
+STYLE = {
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.titlesize": 9.5,
+    "axes.titlelocation": "left",
+    "axes.titley": 1.0,  # a fixed title position: finding one measures every tick label
+    "axes.titlepad": 5.0,
+    "axes.labelsize": 8.5,
+    "axes.labelcolor": "#333333",
+    "axes.edgecolor": "#999999",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "axes.axisbelow": True,
+    "axes.prop_cycle": matplotlib.cycler(color=list(PALETTE)),
+    "grid.color": "#e4e4e4",
+    "grid.linewidth": 0.6,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "xtick.color": "#555555",
+    "ytick.color": "#555555",
+    "legend.fontsize": 8,
+    "legend.title_fontsize": 8,
+    "legend.frameon": False,
+    "lines.linewidth": 1.3,
+    "lines.markersize": 4,
+    "figure.facecolor": "white",
+    "savefig.facecolor": "white",
+}
+WARMUP_SHADE = {"color": "#000000", "alpha": 0.07, "linewidth": 0}
+TIME_LABEL = "time since measured window start (s)"
+
+
+def png_bytes(fig: Figure) -> bytes:
+    """The figure as PNG at :data:`DPI`."""
+    buffer = io.BytesIO()
+    with matplotlib.rc_context(STYLE):
+        FigureCanvasAgg(fig).print_png(buffer)
+    return buffer.getvalue()
+
+
+def _figure(width: float, height: float) -> Figure:
+    with matplotlib.rc_context(STYLE):
+        return Figure(figsize=(width, height), dpi=DPI)
+
+
+def _margins(
+    fig: Figure,
+    *,
+    left: float,
+    right: float,
+    top: float,
+    bottom: float,
+    wspace: float = 0.0,
+    hspace: float = 0.0,
+) -> None:
+    """Fixed margins in inches (wspace/hspace as fractions of an axes).
+
+    A fixed layout, not matplotlib's constrained one: that measures every tick
+    label of every axes and took most of the time on large runs.
+    """
+    width, height = fig.get_size_inches()
+    fig.subplots_adjust(
+        left=left / width,
+        right=1 - right / width,
+        top=1 - top / height,
+        bottom=bottom / height,
+        wspace=wspace,
+        hspace=hspace,
+    )
+
+
+# --------------------------------------------------------------------------- factor charts
+
+
+def factor_chart(
+    points: pd.DataFrame,
+    *,
+    x: str,
+    x_label: str,
+    series: str,
+    series_label: str,
+    metrics: Sequence[Metric],
+    numeric: bool,
+) -> Figure:
+    """One panel per metric against one factor: lines with error bars, or grouped bars.
+
+    ``points`` has one row per cell, in the order categories should appear.
+    ``series`` names the column holding the other factors' values (one line or
+    bar colour each); the bars and error bars are the 95 % interval of the mean.
+    """
+    ncols = min(3, len(metrics)) or 1
+    nrows = -(-len(metrics) // ncols) or 1
+    with matplotlib.rc_context(STYLE):
+        groups = list(dict.fromkeys(points[series]))
+        width = 3.9 * ncols
+        legend_cols = _legend_columns([str(g) for g in groups], width)
+        legend_rows = -(-len(groups) // legend_cols) if len(groups) > 1 else 0
+        legend_h = 0.35 + 0.2 * legend_rows if legend_rows else 0.0
+        rotated = not numeric and _crowded(list(dict.fromkeys(points[x].astype(str))))
+        label_h = 0.35 if rotated else 0.0
+        fig = _figure(width, (2.9 + label_h) * nrows + legend_h + 0.1)
+        _margins(
+            fig,
+            left=0.7,
+            right=0.2,
+            top=0.35,
+            bottom=0.55 + label_h + legend_h,
+            wspace=0.38,
+            hspace=0.78 if rotated else 0.62,
+        )
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        for ax, metric in zip(axes, metrics, strict=False):
+            draw = _draw_lines if numeric else _draw_bars
+            draw(ax, points, x, series, groups, metric)
+            ax.set_title(metric.heading)
+            ax.set_xlabel(x_label)
+            ax.set_ylabel(metric.unit or metric.name)
+            ax.set_ylim(bottom=0)
+        for ax in axes[len(metrics) :]:
+            ax.set_visible(False)
+        if len(groups) > 1:
+            handles, names = axes[0].get_legend_handles_labels()
+            fig.legend(
+                handles,
+                names,
+                loc="lower center",
+                bbox_to_anchor=(0.5, 0.02),
+                ncols=legend_cols,
+                title=series_label,
+            )
+    return fig
+
+
+def _legend_columns(labels: list[str], width_in: float) -> int:
+    """As many legend columns as fit across the figure (about 14 characters an inch at 8 pt)."""
+    longest = max((len(label) for label in labels), default=1)
+    fit = int(width_in * 14 / (longest + 6))
+    return max(1, min(len(labels), 5, fit))
+
+
+def _draw_lines(
+    ax: Axes, points: pd.DataFrame, x: str, series: str, groups: list, metric: Metric
+) -> None:
+    values = pd.to_numeric(points[x], errors="coerce").dropna()
+    log = bool(len(values)) and values.min() > 0 and values.max() / values.min() >= 8
+    for i, (color, group) in enumerate(zip(_colors(len(groups)), groups, strict=False)):
+        rows = points[points[series] == group].sort_values(x)
+        xs = _dodge(rows[x].astype(float), values, i, len(groups), log)
+        ax.plot(xs, rows[metric.column], marker="o", color=color, label=str(group))
+        _interval_bars(ax, xs, rows[metric.column], rows[f"{metric.column}_half"], color)
+    if log:
+        ax.set_xscale("log", base=2)
+        ticks = sorted(set(values))
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.minorticks_off()
+    elif values.nunique() <= 12:
+        ticks = sorted(set(values))
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+
+
+def _interval_bars(ax: Axes, x: object, mean: pd.Series, half: pd.Series, color: str) -> None:
+    """The 95 % interval of each mean as one vertical segment (one artist, unlike errorbar)."""
+    low = (mean - half).to_numpy(dtype=float)
+    high = (mean + half).to_numpy(dtype=float)
+    keep = np.isfinite(low) & np.isfinite(high)
+    if keep.any():
+        ax.vlines(np.asarray(x, dtype=float)[keep], low[keep], high[keep], colors=color, lw=1.1)
+
+
+def _dodge(x: pd.Series, every: pd.Series, index: int, count: int, log: bool) -> pd.Series:
+    """Shift each series a little sideways so that error bars at one x do not hide each other."""
+    if count < 2 or every.nunique() < 2:
+        return x
+    offset = (index - (count - 1) / 2) * min(0.025, 0.12 / count)
+    if log:
+        return x * 2 ** (offset * np.log2(every.max() / every.min()))
+    return x + offset * (every.max() - every.min())
+
+
+def _draw_bars(
+    ax: Axes, points: pd.DataFrame, x: str, series: str, groups: list, metric: Metric
+) -> None:
+    categories = list(dict.fromkeys(points[x].astype(str)))
+    positions = np.arange(len(categories))
+    width = 0.8 / max(len(groups), 1)
+    for i, (color, group) in enumerate(zip(_colors(len(groups)), groups, strict=False)):
+        rows = points[points[series] == group]
+        rows = rows.set_index(rows[x].astype(str))
+        rows = rows[~rows.index.duplicated()].reindex(categories)
+        xs = positions - 0.4 + width * (i + 0.5)
+        ax.bar(xs, rows[metric.column], width=width * 0.92, color=color, label=str(group))
+        _interval_bars(ax, xs, rows[metric.column], rows[f"{metric.column}_half"], "#333333")
+    crowded = _crowded(categories)
+    ax.set_xticks(
+        positions, categories, rotation=40 if crowded else 0, ha="right" if crowded else "center"
+    )
+    ax.grid(axis="x", visible=False)
+
+
+def _crowded(categories: list[str]) -> bool:
+    """Whether category labels need turning to fit under their bars."""
+    return len(categories) > 6 or max((len(c) for c in categories), default=0) > 8
+
+
+def _colors(n: int) -> list[str]:
+    return [PALETTE[i % len(PALETTE)] for i in range(n)]
+
+
+# --------------------------------------------------------------------------- time series
+
+
+@dataclass(frozen=True)
+class Series:
+    """Per-interval rows of one repetition: ``label`` (``r1``) and its intervals.csv."""
+
+    label: str
+    frame: pd.DataFrame
+
+
+def timeseries_grid(
+    panels: Sequence[tuple[str, Sequence[Series]]],
+    *,
+    column: str,
+    ylabel: str,
+    warmup_s: float,
+    ncols: int = 4,
+) -> Figure:
+    """Small multiples, one panel per cell (shared axes), one line per repetition."""
+    ncols = max(1, min(ncols, len(panels)))
+    nrows = max(1, -(-len(panels) // ncols))
+    with matplotlib.rc_context(STYLE):
+        fig = _figure(3.2 * ncols, 2.0 * nrows + 0.7)
+        _margins(fig, left=0.75, right=0.15, top=0.3, bottom=0.6, wspace=0.12, hspace=0.45)
+        axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True).ravel()
+        for ax, (title, series) in zip(axes, panels, strict=False):
+            _lines(ax, series, column)
+            _shade_warmup(ax, warmup_s)
+            _few_ticks(ax)
+            ax.set_title(_shorten(title, 40), fontsize=8.5)
+        axes[0].set_ylim(bottom=0)
+        for ax in axes[len(panels) :]:
+            ax.set_visible(False)
+        fig.text(0.5, 0.12 / fig.get_figheight(), TIME_LABEL, ha="center", va="bottom")
+        fig.text(0.1 / fig.get_figwidth(), 0.5, ylabel, rotation=90, ha="left", va="center")
+    return fig
+
+
+@dataclass(frozen=True)
+class CellSamples:
+    """What one cell figure draws: every repetition's intervals, one repetition's samples."""
+
+    intervals: Sequence[Series]
+    sample_label: str  # the repetition the host and server panels show, e.g. "r2"
+    cpu: pd.DataFrame | None
+    disk: pd.DataFrame | None
+    status: pd.DataFrame | None
+
+
+@dataclass(frozen=True)
+class _Panel:
+    title: str
+    ylabel: str
+    draw: Callable[[Axes], None]
+    wide: bool = False
+
+
+def cell_figure(
+    samples: CellSamples,
+    *,
+    title: str,
+    throughput: tuple[str, str],
+    latency: tuple[str, str] | None,
+    warmup_s: float,
+) -> Figure | None:
+    """Small multiples for one cell on one time axis; None when there is nothing to draw.
+
+    ``throughput`` and ``latency`` are (intervals.csv column, axis label with unit).
+    The host and server panels show ``samples.sample_label``, which the title names.
+    """
+    panels = _cell_panels(samples, throughput, latency)
+    if not panels:
+        return None
+    rows: list[list[_Panel]] = []
+    for panel in panels:
+        if panel.wide or not rows or rows[-1][0].wide or len(rows[-1]) == 2:
+            rows.append([panel])
+        else:
+            rows[-1].append(panel)
+    with matplotlib.rc_context(STYLE):
+        fig = _figure(11.0, 2.35 * len(rows) + 0.6)
+        fig.text(
+            0.1 / 11.0,
+            1 - 0.12 / fig.get_figheight(),
+            f"{title}: host and server samples of {samples.sample_label}",
+            ha="left",
+            va="top",
+            fontsize=10,
+            fontweight="bold",
+        )
+        height = fig.get_figheight()
+        grid = fig.add_gridspec(
+            len(rows),
+            2,
+            left=0.75 / 11.0,
+            right=1 - 0.75 / 11.0,
+            top=1 - 0.65 / height,
+            bottom=0.5 / height,
+            wspace=0.2,
+            hspace=0.42,
+        )
+        first: Axes | None = None
+        for r, row in enumerate(rows):
+            for c, panel in enumerate(row):
+                spec = grid[r, :] if panel.wide or len(row) == 1 else grid[r, c]
+                ax = fig.add_subplot(spec, sharex=first)
+                first = first or ax
+                _few_ticks(ax)  # before drawing: a panel may set its own ticks or scale
+                panel.draw(ax)
+                _shade_warmup(ax, warmup_s)
+                ax.set_title(panel.title)
+                ax.set_ylabel(panel.ylabel)
+                last = r == len(rows) - 1
+                ax.set_xlabel(TIME_LABEL if last else "")
+                ax.tick_params(axis="x", labelbottom=last)
+    return fig
+
+
+def _few_ticks(ax: Axes) -> None:
+    """Fewer ticks: easier to read in small panels, and each tick costs time to draw."""
+    if ax.get_yscale() == "linear":
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]))
+    if ax.get_xscale() == "linear":
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 5, 10], integer=True))
+
+
+def _cell_panels(
+    samples: CellSamples, throughput: tuple[str, str], latency: tuple[str, str] | None
+) -> list[_Panel]:
+    panels: list[_Panel] = []
+    intervals = [s for s in samples.intervals if throughput[0] in s.frame]
+    if intervals:
+        panels.append(
+            _Panel(
+                "Throughput, every repetition",
+                throughput[1],
+                lambda ax: _lines(ax, intervals, throughput[0], legend=True, from_zero=True),
+            )
+        )
+    if latency and any(latency[0] in s.frame for s in samples.intervals):
+        with_latency = [s for s in samples.intervals if latency[0] in s.frame]
+        panels.append(
+            _Panel(
+                "Latency, every repetition",
+                latency[1],
+                lambda ax: _lines(ax, with_latency, latency[0], legend=True, from_zero=True),
+            )
+        )
+    cpu = samples.cpu
+    if cpu is not None and {"core", "busy_pct"} <= set(cpu.columns):
+        panels.append(_Panel("CPU busy per core (%)", "core", lambda ax: _heatmap(ax, cpu), True))
+    disk = samples.disk
+    if disk is not None and "device" in disk:
+        panels.append(_Panel("Disk I/O", "operations/s", lambda ax: _disk_iops(ax, disk)))
+        panels.append(_Panel("Disk await", "ms per I/O", lambda ax: _disk_await(ax, disk)))
+    if (cpu is not None and "iowait_pct" in cpu) or (disk is not None and "util_pct" in disk):
+        panels.append(
+            _Panel(
+                "Disk utilisation, CPU iowait",
+                "%",
+                lambda ax: _util_iowait(ax, cpu, disk),
+            )
+        )
+    status = samples.status
+    if status is not None:
+        panels += _status_panels(status)
+    return panels
+
+
+def _status_panels(status: pd.DataFrame) -> list[_Panel]:
+    status = _with_handler_reads(status)
+    panels = []
+    if "questions_per_s" in status:
+        panels.append(
+            _Panel(
+                "Server questions",
+                "questions/s",
+                lambda ax: _columns(ax, status, {"questions_per_s": "questions"}),
+            )
+        )
+    rows, source = _row_counters(status)
+    if rows:
+        panels.append(
+            _Panel(
+                f"Rows {source}",
+                "rows/s (log scale)",
+                lambda ax: _columns(ax, status, rows, True),
+            )
+        )
+    pool = {
+        "innodb_buffer_pool_reads_per_s": "reads from disk",
+        "innodb_data_reads_per_s": "data file reads",
+    }
+    pool = {k: v for k, v in pool.items() if k in status}
+    if pool:
+        panels.append(
+            _Panel("Buffer pool misses", "reads/s", lambda ax: _columns(ax, status, pool))
+        )
+    return panels
+
+
+def _stairs(ax: Axes, frame: pd.DataFrame, values: pd.Series, **style: object) -> None:
+    """Each row's value over the interval it covers, ``(t_s - interval, t_s]``."""
+    rows = pd.DataFrame({"t": frame["t_s"].astype(float), "v": values}).sort_values("t")
+    rows = rows.drop_duplicates("t", keep="last")
+    if rows.empty:
+        return
+    times = rows["t"].to_numpy()
+    if "interval_s" in frame and pd.notna(frame["interval_s"].iloc[0]):
+        first = float(frame.loc[rows.index[0], "interval_s"])
+    else:
+        first = float(np.median(np.diff(times))) if times.size > 1 else 1.0
+    values_ = rows["v"].to_numpy(dtype=float)
+    # steps-pre gives each point's value to the span on its left: (t_prev, t]
+    ax.plot(
+        np.r_[times[0] - first, times], np.r_[values_[:1], values_], drawstyle="steps-pre", **style
+    )
+
+
+def _legend(ax: Axes, entries: int) -> None:
+    if entries > 1:
+        ax.legend(
+            loc="lower right",
+            bbox_to_anchor=(1.0, 1.0),
+            ncols=min(entries, 6),
+            fontsize=7.5,
+            borderaxespad=0.2,
+            handlelength=1.4,
+            columnspacing=1.0,
+        )
+
+
+def _row_counters(status: pd.DataFrame) -> tuple[dict[str, str], str]:
+    """InnoDB row counters when the server has them (MySQL), else the handler counters."""
+    innodb = {
+        f"innodb_rows_{kind}_per_s": kind
+        for kind in ("read", "inserted", "updated", "deleted")
+        if f"innodb_rows_{kind}_per_s" in status
+    }
+    if innodb:
+        return innodb, "(InnoDB)"
+    handler = {
+        "handler_read_total_per_s": "read",
+        "handler_write_per_s": "written",
+        "handler_update_per_s": "updated",
+        "handler_delete_per_s": "deleted",
+    }
+    return {k: v for k, v in handler.items() if k in status}, "(Handler_*)"
+
+
+def _with_handler_reads(status: pd.DataFrame) -> pd.DataFrame:
+    """Adds ``handler_read_total_per_s``: rows read by key, next in index and by scan."""
+    parts = [
+        c
+        for c in (
+            "handler_read_key_per_s",
+            "handler_read_next_per_s",
+            "handler_read_rnd_next_per_s",
+        )
+        if c in status
+    ]
+    if not parts or "innodb_rows_read_per_s" in status:
+        return status
+    total = status[parts].astype(float).sum(axis=1, min_count=1)
+    return status.assign(handler_read_total_per_s=total)
+
+
+def _lines(
+    ax: Axes,
+    series: Sequence[Series],
+    column: str,
+    *,
+    legend: bool = False,
+    from_zero: bool = False,
+) -> None:
+    for color, item in zip(_colors(len(series)), series, strict=False):
+        frame = item.frame
+        if column in frame:
+            values = pd.to_numeric(frame[column], errors="coerce")
+            width = 1.3 if len(frame) <= 120 else 0.7  # long series: thin lines stay readable
+            _stairs(ax, frame, values, color=color, label=item.label, linewidth=width)
+    if from_zero:
+        ax.set_ylim(bottom=0)
+    if legend:
+        _legend(ax, len(series))
+
+
+def _columns(ax: Axes, frame: pd.DataFrame, names: dict[str, str], log: bool = False) -> None:
+    names = {column: label for column, label in names.items() if column in frame}
+    drawn = 0
+    for color, (column, label) in zip(_colors(len(names)), names.items(), strict=False):
+        values = pd.to_numeric(frame[column], errors="coerce")
+        if log:
+            values = values.where(values > 0)
+        _stairs(ax, frame, values, color=color, label=label, linewidth=1.3)
+        drawn += 1
+    if log and _has_positive(frame, names):
+        ax.set_yscale("log")
+    elif _has_positive(frame, names):
+        ax.set_ylim(bottom=0)
+    else:
+        ax.set_ylim(0, 1)  # all zero: a flat line on the floor, not a magnified axis
+    _legend(ax, drawn)
+
+
+def _has_positive(frame: pd.DataFrame, names: dict[str, str]) -> bool:
+    return any(pd.to_numeric(frame[c], errors="coerce").gt(0).any() for c in names)
+
+
+def _heatmap(ax: Axes, cpu: pd.DataFrame) -> None:
+    grid = cpu.pivot_table(index="core", columns="t_s", values="busy_pct", aggfunc="mean")
+    times = grid.columns.to_numpy(dtype=float)
+    if "interval_s" in cpu:
+        first = float(cpu.loc[cpu["t_s"] == times[0], "interval_s"].iloc[0])
+    else:
+        first = float(np.diff(times).mean()) if times.size > 1 else 1.0
+    # samples sit on a fixed grid, so an image (much faster than a mesh) is exact enough
+    mesh = ax.imshow(
+        grid.to_numpy(),
+        aspect="auto",
+        origin="lower",
+        interpolation="nearest",
+        cmap="magma",
+        vmin=0,
+        vmax=100,
+        extent=(times[0] - first, times[-1], -0.5, grid.shape[0] - 0.5),
+    )
+    cores = grid.index.to_numpy()
+    step = max(1, len(cores) // 8)
+    ax.set_yticks(np.arange(len(cores))[::step], [str(c) for c in cores[::step]])
+    ax.grid(False)
+    bar = ax.inset_axes((1.006, 0.0, 0.008, 1.0))
+    ax.figure.colorbar(mesh, cax=bar, label="busy %")
+    bar.tick_params(labelsize=7)
+
+
+def _per_time(frame: pd.DataFrame, columns: list[str], how: str) -> pd.DataFrame:
+    """One row per sample time: ``how`` over devices or cores (interval_s kept as is)."""
+    present = [c for c in columns if c in frame and c != "interval_s"]
+    grouped = frame.groupby("t_s", sort=True)
+    out = grouped[present].agg(how)
+    if "interval_s" in frame:
+        out["interval_s"] = grouped["interval_s"].first()
+    return out.reset_index()
+
+
+def _disk_iops(ax: Axes, disk: pd.DataFrame) -> None:
+    totals = _per_time(disk, ["interval_s", "reads_per_s", "writes_per_s"], "sum")
+    _columns(ax, totals, {"reads_per_s": "reads", "writes_per_s": "writes"})
+
+
+def _disk_await(ax: Axes, disk: pd.DataFrame) -> None:
+    devices = 0
+    for color, (device, rows) in zip(PALETTE, disk.groupby("device", sort=True), strict=False):
+        if "await_ms" in rows:
+            values = pd.to_numeric(rows["await_ms"], errors="coerce")
+            _stairs(ax, rows, values, color=color, label=str(device), linewidth=1.3)
+            devices += 1
+    ax.set_ylim(bottom=0)
+    _legend(ax, devices)
+
+
+def _util_iowait(ax: Axes, cpu: pd.DataFrame | None, disk: pd.DataFrame | None) -> None:
+    drawn = 0
+    if disk is not None and "util_pct" in disk:
+        util = _per_time(disk, ["interval_s", "util_pct"], "max")
+        _stairs(ax, util, util["util_pct"], color=PALETTE[0], label="disk util (busiest)")
+        drawn += 1
+    if cpu is not None and "iowait_pct" in cpu:
+        means = _per_time(cpu, ["interval_s", "iowait_pct", "steal_pct"], "mean")
+        _stairs(ax, means, means["iowait_pct"], color=PALETTE[1], label="iowait")
+        drawn += 1
+        if "steal_pct" in means and means["steal_pct"].fillna(0).gt(0).any():
+            _stairs(ax, means, means["steal_pct"], color=PALETTE[4], label="steal")
+            drawn += 1
+    ax.set_ylim(0, max(5.0, ax.get_ylim()[1]))
+    _legend(ax, drawn)
+
+
+def _shade_warmup(ax: Axes, warmup_s: float) -> None:
+    if warmup_s > 0:
+        ax.axvspan(-warmup_s, 0, **WARMUP_SHADE)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,40 @@
+"""The report page: one self-contained HTML file rendered with jinja2.
+
+Charts are embedded as base64 ``data:`` URIs and the style sheet is inline, so
+the file can be mailed or attached to a ticket and opens offline. The page
+uses no JavaScript: repetitions and long lists fold away in ``<details>``.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+TEMPLATE = "report.html.j2"
+
+
+@cache
+def _environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("dbrig.report", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["data_uri"] = png_data_uri
+    return env
+
+
+def png_data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def render(context: Mapping[str, Any]) -> str:
+    """The page for a context built by :func:`dbrig.report.build.report_context`."""
+    return _environment().get_template(TEMPLATE).render(**context)

@@ -1,0 +1,397 @@
+"""Where the results of a run may lie (seed 004), as warnings for the report and the terminal.
+
+Each check looks at the saved results only, names the cells it applies to and
+the number that tripped it. When more than :data:`MAX_CELL_WARNINGS` cells trip
+one check, the check yields one warning (``cell`` None) naming how many cells
+and the worst few, so a large matrix does not bury the terminal.
+
+========================  ==================================================================
+code                      when
+========================  ==================================================================
+incomplete                run.json status is not ``complete`` (interrupted or still running)
+failed                    a cell has failed repetitions (with their reasons)
+short_window              measured window (``measured_time_s``; for mysqlslap the
+                          workload's wall time) under 60 s
+data_in_buffer_pool       sysbench ``tables * table_size * ~230 B`` fits in
+                          ``innodb_buffer_pool_size``
+errors                    ignored errors or reconnects above 0
+high_cv                   CV of the throughput over repetitions above 5 %
+few_repetitions           fewer than 3 successful repetitions
+weak_interference         a repetition's ``stress_achieved_ratio`` under 0.8
+swap                      swap-in or swap-out above 0 MiB/s
+steal                     CPU steal above 5 % (mean over the cell's repetitions)
+sampler_overhead          the samplers' own CPU (``sampler_cpu_pct``) above 1 % of a core
+========================  ==================================================================
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dbrig.report.data import RunData, load_run
+from dbrig.report.tables import CellStats, aggregate, cell_overview, metric_columns
+
+MIN_WINDOW_S = 60.0
+SYSBENCH_ROW_BYTES = 230  # sbtest row with its primary and secondary index, roughly
+MAX_CV = 0.05
+MIN_REPETITIONS = 3
+MIN_STRESS_RATIO = 0.8
+MAX_STEAL_PCT = 5.0
+MAX_SAMPLER_PCT = 1.0
+MAX_CELL_WARNINGS = 6
+THROUGHPUT_METRICS = (
+    ("tps", "TPS"),
+    ("queries_per_s", "queries/s"),
+    ("events_per_s", "events/s"),
+    ("qps", "QPS"),
+)
+
+
+@dataclass(frozen=True)
+class RunWarning:
+    """One reason to distrust part of a run: a stable ``code``, a sentence, the cell or None."""
+
+    code: str
+    message: str
+    cell: str | None = None
+
+
+@dataclass(frozen=True)
+class _Hit:
+    cell: str
+    label: str
+    text: str
+    severity: float  # larger is worse, for picking the worst cells
+
+
+def run_warnings(run_dir: Path) -> list[RunWarning]:
+    """Every warning for the run saved in ``run_dir``."""
+    data = load_run(Path(run_dir))
+    overview = cell_overview(data.results, data.cells)
+    metrics = metric_columns(data.results, data.factors)
+    stats = aggregate(data.results, metrics, list(data.cells["cell"]))
+    return compute_warnings(data, overview, stats)
+
+
+@dataclass(frozen=True)
+class _Run:
+    data: RunData
+    overview: pd.DataFrame
+    stats: CellStats
+    labels: dict[str, str]
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.overview)
+
+    def label(self, cell: str) -> str:
+        return self.labels.get(cell, "")
+
+    def means(self, metric: str) -> pd.Series:
+        """Per-cell means of a metric over successful repetitions (cells without one left out)."""
+        if metric not in self.stats.mean.columns:
+            return pd.Series(dtype=float)
+        return self.stats.mean[metric].dropna()
+
+
+def compute_warnings(data: RunData, overview: pd.DataFrame, stats: CellStats) -> list[RunWarning]:
+    """Every warning, from the loaded run, its cell overview and its per-cell statistics."""
+    labels = dict(zip(overview["cell"], overview["label"], strict=True))
+    run = _Run(data, overview, stats, labels)
+    checks: list[Callable[[_Run], list[RunWarning]]] = [
+        _incomplete,
+        _failed,
+        _short_window,
+        _data_in_buffer_pool,
+        _errors,
+        _high_cv,
+        _few_repetitions,
+        _weak_interference,
+        _swap,
+        _steal,
+        _sampler_overhead,
+    ]
+    found: list[RunWarning] = []
+    for check in checks:
+        found += check(run)
+    return found
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _incomplete(run: _Run) -> list[RunWarning]:
+    data = run.data
+    if data.status == "complete":
+        return []
+    saved, planned = len(data.results), data.planned_trials
+    hint = f"; continue it with: dbrig run --resume {data.path}" if data.status != "running" else ""
+    message = f"the run is {data.status}: {saved} of {planned} trials saved{hint}"
+    return [RunWarning("incomplete", message)]
+
+
+def _failed(run: _Run) -> list[RunWarning]:
+    rows = run.overview[run.overview["failed"] > 0]
+    hits = [
+        _Hit(
+            r.cell,
+            r.label,
+            f"{r.failed} of {r.trials} repetitions failed: {r.failed_reasons}",
+            r.failed / max(r.trials, 1),
+        )
+        for r in rows.itertuples()
+    ]
+    return _per_cell("failed", hits, run.n_cells, "repetitions failed")
+
+
+def _short_window(run: _Run) -> list[RunWarning]:
+    window, what = run.means("measured_time_s"), "measured window"
+    if window.empty:  # mysqlslap: no separate measured window, the whole run counts
+        window, what = run.means("time_workload_s"), "workload ran"
+    short = window[window < MIN_WINDOW_S]
+    hits = [
+        _Hit(cell, run.label(cell), f"{what} {seconds:.0f} s", -seconds)
+        for cell, seconds in short.items()
+    ]
+    tail = f" (under {MIN_WINDOW_S:.0f} s: too short for a steady state; aim for minutes)"
+    return _uniform_or_per_cell("short_window", hits, window.size, tail, "short measured windows")
+
+
+def _data_in_buffer_pool(run: _Run) -> list[RunWarning]:
+    data = run.data
+    if data.workload_tool != "sysbench":
+        return []
+    hits = []
+    for cell in run.overview.to_dict("records"):
+        tables = _number(data.setting(cell, "workload.sysbench.tables"))
+        rows = _number(data.setting(cell, "workload.sysbench.table_size"))
+        pool = buffer_pool_bytes(data, cell)
+        if tables is None or rows is None or pool is None:
+            continue
+        size = tables * rows * SYSBENCH_ROW_BYTES
+        if size < pool:
+            text = (
+                f"{tables:.0f} table{'s' if tables != 1 else ''} x {rows:,.0f} rows "
+                f"x ~{SYSBENCH_ROW_BYTES} B = {_mib(size)} of data, "
+                f"innodb_buffer_pool_size {_mib(pool)}"
+            )
+            hits.append(_Hit(cell["cell"], cell["label"], text, pool / max(size, 1)))
+    head = "the data fits in the buffer pool: this measures CPU and locking, not disk"
+    if hits and len(hits) == run.n_cells and len({h.text for h in hits}) == 1:
+        return [RunWarning("data_in_buffer_pool", f"{head} ({hits[0].text}; every cell)")]
+    summary = "the data fits in the buffer pool (this measures CPU and locking, not disk)"
+    return _per_cell("data_in_buffer_pool", hits, run.n_cells, summary, head + ": ")
+
+
+def _errors(run: _Run) -> list[RunWarning]:
+    errors, reconnects = run.means("errors_per_s"), run.means("reconnects_per_s")
+    hits = []
+    for cell in errors.index.union(reconnects.index):
+        err, rec = errors.get(cell, 0.0), reconnects.get(cell, 0.0)
+        parts = []
+        if err > 0:
+            parts.append(f"{err:.2f} ignored errors/s")
+        if rec > 0:
+            parts.append(f"{rec:.2f} reconnects/s")
+        if parts:
+            text = " and ".join(parts) + " (mean over repetitions; above 0)"
+            hits.append(_Hit(cell, run.label(cell), text, err + rec))
+    return _per_cell("errors", hits, run.n_cells, "errors or reconnects")
+
+
+def _high_cv(run: _Run) -> list[RunWarning]:
+    metric = throughput_metric(run.stats)
+    if metric is None:
+        return []
+    column, name = metric
+    cv = run.stats.cv[column].dropna()
+    hits = [
+        _Hit(
+            cell,
+            run.label(cell),
+            f"{name} CV {100 * value:.1f} % over {run.stats.n.at[cell, column]} repetitions "
+            f"(above {100 * MAX_CV:.0f} %)",
+            value,
+        )
+        for cell, value in cv[cv > MAX_CV].items()
+    ]
+    return _per_cell("high_cv", hits, run.n_cells, f"{name} varying across repetitions")
+
+
+def _few_repetitions(run: _Run) -> list[RunWarning]:
+    done = run.overview[run.overview["trials"] > 0]
+    few = done[done["ok"] < MIN_REPETITIONS]
+    if few.empty:
+        return []
+    repeat = int(run.data.scenario.get("repeat") or 0)
+    tail = f" (fewer than {MIN_REPETITIONS}: the spread is barely known)"
+    if 0 < repeat < MIN_REPETITIONS:
+        message = (
+            f"repeat: {repeat} runs {repeat} repetition(s) per cell{tail}; "
+            f"use repeat: {MIN_REPETITIONS} or more"
+        )
+        return [RunWarning("few_repetitions", message)]
+    hits = [
+        _Hit(r.cell, r.label, f"{r.ok} successful repetition(s)", -r.ok) for r in few.itertuples()
+    ]
+    return _per_cell("few_repetitions", hits, run.n_cells, "too few repetitions", "", tail)
+
+
+def _weak_interference(run: _Run) -> list[RunWarning]:
+    results = run.data.results
+    if "stress_achieved_ratio" not in results:
+        return []
+    ratios = results[["cell", "repetition", "stress_achieved_ratio"]].dropna()
+    ratios = ratios.assign(weak=ratios["stress_achieved_ratio"] < MIN_STRESS_RATIO)
+    per_cell = ratios.groupby("cell", sort=True).agg(
+        worst=("stress_achieved_ratio", "min"),
+        mean=("stress_achieved_ratio", "mean"),
+        count=("stress_achieved_ratio", "size"),
+        weak=("weak", "sum"),
+    )
+    weak_reps = (
+        ratios[ratios["weak"]]
+        .groupby("cell")["repetition"]
+        .agg(lambda reps: ", ".join(f"r{int(r)}" for r in reps))
+    )
+    hits = []
+    for cell, row in per_cell[per_cell["weak"] > 0].iterrows():
+        text = (
+            f"stress-ng achieved only {100 * row['worst']:.0f} % of the CPU it asked for "
+            f"({row['weak']:.0f} of {row['count']:.0f} repetitions under "
+            f"{100 * MIN_STRESS_RATIO:.0f} %: {weak_reps[cell]}; mean {100 * row['mean']:.0f} %)"
+        )
+        hits.append(_Hit(str(cell), run.label(str(cell)), text, 1 - row["worst"]))
+    return _per_cell("weak_interference", hits, run.n_cells, "interference below its target")
+
+
+def _swap(run: _Run) -> list[RunWarning]:
+    swap_in, swap_out = run.means("swap_in_mb_per_s"), run.means("swap_out_mb_per_s")
+    hits = []
+    for cell in swap_in.index.union(swap_out.index):
+        rate_in, rate_out = swap_in.get(cell, 0.0), swap_out.get(cell, 0.0)
+        if rate_in > 0 or rate_out > 0:
+            text = f"swapping: {rate_in:.2f} MiB/s in, {rate_out:.2f} MiB/s out"
+            hits.append(_Hit(cell, run.label(cell), text, rate_in + rate_out))
+    return _per_cell("swap", hits, run.n_cells, "swap activity")
+
+
+def _steal(run: _Run) -> list[RunWarning]:
+    steal = run.means("steal_pct")
+    hits = [
+        _Hit(
+            cell,
+            run.label(cell),
+            f"CPU steal {value:.1f} % (above {MAX_STEAL_PCT:.0f} %: the hypervisor took the CPU)",
+            value,
+        )
+        for cell, value in steal[steal > MAX_STEAL_PCT].items()
+    ]
+    return _per_cell("steal", hits, run.n_cells, "CPU steal")
+
+
+def _sampler_overhead(run: _Run) -> list[RunWarning]:
+    cost = run.means("sampler_cpu_pct")
+    hits = [
+        _Hit(
+            cell,
+            run.label(cell),
+            f"the samplers used {value:.1f} % of a core (above {MAX_SAMPLER_PCT:.0f} %)",
+            value,
+        )
+        for cell, value in cost[cost > MAX_SAMPLER_PCT].items()
+    ]
+    return _per_cell("sampler_overhead", hits, run.n_cells, "sampler overhead")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def throughput_metric(stats: CellStats) -> tuple[str, str] | None:
+    """The throughput column this run has (TPS for sysbench), with its display name."""
+    for column, name in THROUGHPUT_METRICS:
+        if column in stats.mean.columns and stats.mean[column].notna().any():
+            return column, name
+    return None
+
+
+def buffer_pool_bytes(data: RunData, cell: dict[str, Any]) -> float | None:
+    """The cell's innodb_buffer_pool_size in bytes: its factor if varied, else the server's."""
+    server = str(cell.get("server") or "default")
+    for key in (
+        "server.config.innodb_buffer_pool_size",
+        f"servers.{server}.config.innodb_buffer_pool_size",
+    ):
+        if key in cell:
+            return parse_size(cell[key])
+    variables = ((data.meta.get("servers") or {}).get(server) or {}).get("variables") or {}
+    return parse_size(variables.get("innodb_buffer_pool_size"))
+
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)i?b?\s*$", re.IGNORECASE)
+_SCALE = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
+
+
+def parse_size(value: Any) -> float | None:
+    """A my.cnf size (``128M``, ``1G``, ``67108864``) in bytes; None if it is not one."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    match = _SIZE_RE.match(str(value))
+    if not match:
+        return None
+    return float(match.group(1)) * _SCALE[match.group(2).lower()]
+
+
+def _where(hit: _Hit) -> str:
+    return hit.cell if hit.label in ("", "(single cell)") else f"{hit.cell} ({hit.label})"
+
+
+def _per_cell(
+    code: str,
+    hits: list[_Hit],
+    n_cells: int,
+    summary: str,
+    prefix: str = "",
+    suffix: str = "",
+) -> list[RunWarning]:
+    if len(hits) <= MAX_CELL_WARNINGS:
+        return [RunWarning(code, f"{_where(h)}: {prefix}{h.text}{suffix}", h.cell) for h in hits]
+    worst = sorted(hits, key=lambda h: h.severity, reverse=True)[:3]
+    examples = "; ".join(f"{_where(h)}: {h.text}" for h in worst)
+    message = (
+        f"{summary} in {len(hits)} of {n_cells} cells{suffix}; worst: {examples}; "
+        "see the result table"
+    )
+    return [RunWarning(code, message)]
+
+
+def _uniform_or_per_cell(
+    code: str, hits: list[_Hit], n_cells: int, suffix: str, summary: str
+) -> list[RunWarning]:
+    """One run-wide warning when every cell trips the check with the same number."""
+    if hits and len(hits) == n_cells and len({h.text for h in hits}) == 1:
+        return [RunWarning(code, f"{hits[0].text} in every cell{suffix}")]
+    return _per_cell(code, hits, n_cells, summary, "", suffix)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _mib(size: float) -> str:
+    if size >= 2**30:
+        return f"{size / 2**30:.1f} GiB"
+    return f"{size / 2**20:.1f} MiB"

@@ -1,0 +1,193 @@
+"""Warnings where a run's numbers may lie (seed 004), on real saved runs and edited copies."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dbrig.report import RunWarning, run_warnings
+from dbrig.report.warnings import MAX_CELL_WARNINGS, parse_size
+
+RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
+COMPLETE = RUNS / "small-20261121-235548"
+FAILED = RUNS / "small-failed"
+
+
+def copy_run(source: Path, tmp_path: Path) -> Path:
+    target = tmp_path / source.name
+    shutil.copytree(source, target)
+    return target
+
+
+def edit_results(run: Path, change: Callable[[pd.DataFrame], pd.DataFrame | None]) -> None:
+    frame = pd.read_csv(run / "results.csv")
+    changed = change(frame)
+    (frame if changed is None else changed).to_csv(run / "results.csv", index=False)
+
+
+def edit_meta(run: Path, **changes: object) -> None:
+    meta = json.loads((run / "run.json").read_text())
+    meta.update(changes)
+    (run / "run.json").write_text(json.dumps(meta))
+
+
+def by_code(warnings: list[RunWarning]) -> dict[str, list[RunWarning]]:
+    grouped: dict[str, list[RunWarning]] = {}
+    for warning in warnings:
+        grouped.setdefault(warning.code, []).append(warning)
+    return grouped
+
+
+def test_a_complete_short_run_says_what_is_wrong_with_it() -> None:
+    found = by_code(run_warnings(COMPLETE))
+    assert set(found) == {
+        "short_window",
+        "data_in_buffer_pool",
+        "errors",
+        "high_cv",
+        "weak_interference",
+    }
+    (short,) = found["short_window"]
+    assert short.cell is None
+    assert short.message.startswith("measured window 3 s in every cell (under 60 s")
+    (pool,) = found["data_in_buffer_pool"]
+    assert pool.message == (
+        "the data fits in the buffer pool: this measures CPU and locking, not disk "
+        "(1 table x 2,000 rows x ~230 B = 0.4 MiB of data, innodb_buffer_pool_size 64.0 MiB; "
+        "every cell)"
+    )
+    assert [w.cell for w in found["high_cv"]] == ["c000", "c001", "c002", "c003"]
+    assert found["high_cv"][0].message == (
+        "c000 (threads=1 cpu=0): TPS CV 21.4 % over 3 repetitions (above 5 %)"
+    )
+    assert [w.cell for w in found["errors"]] == ["c002", "c003"]
+    assert found["errors"][0].message.startswith("c002 (threads=2 cpu=0): 2.67 ignored errors/s")
+    assert [w.cell for w in found["weak_interference"]] == ["c001", "c003"]
+    assert "only 73 % of the CPU it asked for (2 of 3 repetitions under 80 %: r2, r3" in (
+        found["weak_interference"][1].message
+    )
+
+
+def test_warnings_are_frozen_values() -> None:
+    warning = run_warnings(COMPLETE)[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        warning.code = "other"  # type: ignore[misc]
+
+
+def test_a_failed_repetition_is_named_with_its_reason_and_leaves_too_few() -> None:
+    found = by_code(run_warnings(FAILED))
+    (failed,) = found["failed"]
+    assert failed.cell == "c002"
+    assert failed.message == (
+        "c002 (threads=2 cpu=0): 1 of 3 repetitions failed: killed by signal / no summary (rc=-9)"
+    )
+    (few,) = found["few_repetitions"]
+    assert few.cell == "c002"
+    assert "2 successful repetition(s) (fewer than 3" in few.message
+
+
+def test_an_interrupted_run_says_how_far_it_got(tmp_path: Path) -> None:
+    run = copy_run(COMPLETE, tmp_path)
+    edit_results(run, lambda f: f[f["repetition"] < 3])
+    edit_meta(run, status="interrupted")
+    found = by_code(run_warnings(run))
+    (incomplete,) = found["incomplete"]
+    assert incomplete.cell is None
+    assert incomplete.message.startswith("the run is interrupted: 8 of 12 trials saved")
+    assert f"dbrig run --resume {run}" in incomplete.message
+    # two repetitions per cell so far, although repeat is 3
+    assert [w.cell for w in found["few_repetitions"]] == ["c000", "c001", "c002", "c003"]
+
+
+def test_too_few_repetitions_by_design_is_one_warning(tmp_path: Path) -> None:
+    run = copy_run(COMPLETE, tmp_path)
+    edit_results(run, lambda f: f[f["repetition"] < 3])
+    meta = json.loads((run / "run.json").read_text())
+    meta["scenario"]["repeat"] = 2
+    (run / "run.json").write_text(json.dumps(meta))
+    (few,) = by_code(run_warnings(run))["few_repetitions"]
+    assert few.cell is None
+    assert few.message.startswith("repeat: 2 runs 2 repetition(s) per cell (fewer than 3")
+
+
+def test_steal_swap_reconnects_and_sampler_cost_name_the_cell_and_number(tmp_path: Path) -> None:
+    run = copy_run(COMPLETE, tmp_path)
+
+    def change(frame: pd.DataFrame) -> None:
+        c001 = frame["cell"] == "c001"
+        frame.loc[c001, "steal_pct"] = [6.0, 9.0, 12.0]
+        frame.loc[c001, "swap_out_mb_per_s"] = 1.5
+        frame.loc[c001, "reconnects_per_s"] = 0.25
+        frame.loc[frame["cell"] == "c003", "sampler_cpu_pct"] = 1.8
+
+    edit_results(run, change)
+    found = by_code(run_warnings(run))
+    (steal,) = found["steal"]
+    assert steal.cell == "c001"
+    assert steal.message.startswith("c001 (threads=1 cpu=1): CPU steal 9.0 % (above 5 %")
+    (swap,) = found["swap"]
+    assert swap.message == "c001 (threads=1 cpu=1): swapping: 0.00 MiB/s in, 1.50 MiB/s out"
+    errors = {w.cell: w.message for w in found["errors"]}
+    assert errors["c001"].startswith("c001 (threads=1 cpu=1): 0.25 reconnects/s")
+    (sampler,) = found["sampler_overhead"]
+    assert sampler.message == (
+        "c003 (threads=2 cpu=1): the samplers used 1.8 % of a core (above 1 %)"
+    )
+
+
+def test_many_cells_tripping_one_check_give_one_summary_warning(tmp_path: Path) -> None:
+    run = copy_run(COMPLETE, tmp_path)
+    meta = json.loads((run / "run.json").read_text())
+    cells = [{**meta["cells"][i % 4], "cell": f"c{i:03d}"} for i in range(MAX_CELL_WARNINGS + 2)]
+    for i, cell in enumerate(cells):
+        cell["factors"] = {"workload.sysbench.threads": i + 1, "interference.stress-ng.cpu": 0}
+    meta.update(cells=cells, trials=[f"{c['cell']}-r1" for c in cells])
+    (run / "run.json").write_text(json.dumps(meta))
+    first = pd.read_csv(run / "results.csv").iloc[0]
+    frame = pd.DataFrame([first] * len(cells)).reset_index(drop=True)
+    frame["cell"] = [c["cell"] for c in cells]
+    frame["trial"] = [f"{c['cell']}-r1" for c in cells]
+    frame["steal_pct"] = [10.0 + i for i in range(len(cells))]
+    frame.to_csv(run / "results.csv", index=False)
+    (steal,) = by_code(run_warnings(run))["steal"]
+    assert steal.cell is None
+    assert steal.message.startswith(f"CPU steal in {len(cells)} of {len(cells)} cells; worst: c007")
+
+
+def test_buffer_pool_comes_from_the_factor_when_the_matrix_varies_it(tmp_path: Path) -> None:
+    run = copy_run(COMPLETE, tmp_path)
+    meta = json.loads((run / "run.json").read_text())
+    path = "server.config.innodb_buffer_pool_size"
+    for cell, size in zip(meta["cells"], ["64M", "64M", "256K", "256K"], strict=True):
+        cell["factors"][path] = size
+    meta["factors"].append(path)
+    meta["factor_labels"][path] = "innodb_buffer_pool_size"
+    (run / "run.json").write_text(json.dumps(meta))
+    found = by_code(run_warnings(run))["data_in_buffer_pool"]
+    assert [w.cell for w in found] == ["c000", "c001"]
+    assert "innodb_buffer_pool_size 64.0 MiB" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("128M", 128 * 2**20),
+        ("1G", 2**30),
+        ("1.5g", 1.5 * 2**30),
+        ("67108864", 67108864),
+        (67108864, 67108864),
+        ("512K", 512 * 1024),
+        ("16MB", 16 * 2**20),
+        ("auto", None),
+        (None, None),
+        (True, None),
+    ],
+)
+def test_parse_size(value: object, expected: float | None) -> None:
+    assert parse_size(value) == expected
