@@ -1,0 +1,184 @@
+"""The run report in a real browser: Debian's headless Chromium opens report.html.
+
+It checks what a reader would hit first: every section is in the rendered DOM,
+every image is an inline PNG that decodes (no broken images, nothing fetched),
+the browser logs no console message (the page has no JavaScript, so any
+message is a problem), and a screenshot is saved for a human to look at:
+``<pytest tmp dir>/report.png`` and ``test-artifacts/report-browser.png`` at the
+repository root (git-ignored).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+import shutil
+import subprocess
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import psutil
+import pytest
+from PIL import Image
+
+from dbrig.report import write_report
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = ROOT / "tests" / "fixtures" / "runs" / "small-failed"
+CHROMIUM = shutil.which("chromium")
+SECTIONS = {
+    "warnings": "Warnings",
+    "scenario": "Scenario and environment",
+    "results": "Results",
+    "failed": "Failed trials",
+    "charts": "Charts",
+    "timeseries": "Time series",
+    "appendix": "Appendix",
+}
+WIDTH, HEIGHT = 1280, 7000
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"
+)
+
+
+class _Dom(HTMLParser):
+    """Element ids and image sources of the DOM Chromium rendered."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.images: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if values.get("id"):
+            self.ids.add(values["id"] or "")
+        if tag == "img":
+            self.images.append(values.get("src") or "")
+
+
+def chromium(user_data: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Headless Chromium with no network chatter, no profile, its console on stderr."""
+    assert CHROMIUM is not None
+    argv = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-breakpad",
+        f"--user-data-dir={user_data}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *args,
+    ]
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        _wait_for_helpers(user_data)
+
+
+def _wait_for_helpers(user_data: Path, timeout_s: float = 15.0) -> None:
+    """Chromium's crash handlers outlive it for a moment; wait for them, then stop them."""
+    deadline = time.monotonic() + timeout_s
+    while (helpers := _helpers(user_data)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for process in helpers:
+        process.kill()
+    psutil.wait_procs(helpers, timeout=5)
+
+
+def _helpers(user_data: Path) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        cmdline = process.info["cmdline"] or []
+        if process.info["status"] != psutil.STATUS_ZOMBIE and any(
+            str(user_data) in arg for arg in cmdline
+        ):
+            found.append(process)
+    return found
+
+
+def console_messages(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """Width and height of a PNG that decodes completely (Pillow comes with matplotlib)."""
+    assert data.startswith(PNG_MAGIC), "not a PNG"
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.format == "PNG"
+        image.load()
+        return image.size
+
+
+def probe_page(images: list[str]) -> str:
+    """A page with the report's images that records how wide the browser decoded each."""
+    tags = "".join(f'<img src="{src}">' for src in images)
+    script = (
+        "window.addEventListener('load', () => document.body.setAttribute('data-widths', "
+        "Array.from(document.images, i => i.complete ? i.naturalWidth : -1).join(',')));"
+    )
+    return f"<!DOCTYPE html><html><body>{tags}<script>{script}</script></body></html>"
+
+
+@pytest.fixture
+def report(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    return write_report(run)
+
+
+@needs_chromium
+def test_report_renders_in_chromium(report: Path, tmp_path: Path) -> None:
+    url = report.as_uri()
+    dumped = chromium(tmp_path / "profile-dom", "--dump-dom", url)
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    assert console_messages(dumped.stderr) == []
+
+    dom = _Dom()
+    dom.feed(dumped.stdout)
+    for section in SECTIONS:
+        assert section in dom.ids, f"section #{section} missing from the rendered page"
+    headings = re.findall(r"<h[23][^>]*>([^<]+)</h[23]>", dumped.stdout)
+    assert set(SECTIONS.values()) <= set(headings)
+    assert "killed by signal / no summary (rc=-9)" in dumped.stdout
+
+    assert len(dom.images) == 7
+    for src in dom.images:
+        assert src.startswith("data:image/png;base64,"), f"not an inline PNG: {src[:60]}"
+        width, height = png_size(base64.b64decode(src.split(",", 1)[1], validate=True))
+        assert width >= 600 and height >= 200
+
+    probe = tmp_path / "probe.html"
+    probe.write_text(probe_page(dom.images))
+    decoded = chromium(
+        tmp_path / "profile-probe", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()
+    )
+    widths = re.search(r'data-widths="([^"]*)"', decoded.stdout)
+    assert widths is not None, "the probe page did not finish loading"
+    assert all(int(w) > 0 for w in widths.group(1).split(",")), f"broken images: {widths[1]}"
+
+    shot = tmp_path / "report.png"
+    shown = chromium(
+        tmp_path / "profile-shot",
+        "--hide-scrollbars",
+        f"--window-size={WIDTH},{HEIGHT}",
+        f"--screenshot={shot}",
+        url,
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert console_messages(shown.stderr) == []
+    assert png_size(shot.read_bytes()) == (WIDTH, HEIGHT)
+    artifacts = ROOT / "test-artifacts"
+    artifacts.mkdir(exist_ok=True)
+    shutil.copy(shot, artifacts / "report-browser.png")
