@@ -7,18 +7,23 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.dbrig-installed
 SYSTEM_PACKAGES := mariadb-server mariadb-client sysbench stress-ng
+# Debian's chromium opens the HTML report in the browser test (no browser download).
+TEST_PACKAGES := chromium
 
-.PHONY: demo test lint system-packages clean
+.PHONY: demo test lint system-packages test-packages clean
 
 demo: system-packages $(STAMP)
 	$(BIN)/dbrig run scenarios/quickstart.yaml
 
-test: system-packages $(STAMP)
+test: system-packages test-packages $(STAMP)
 	scripts/run-tests.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+
+test-packages:
+	@scripts/ensure-system-packages.sh $(TEST_PACKAGES)
 
 system-packages:
 	@scripts/ensure-system-packages.sh $(SYSTEM_PACKAGES)

@@ -22,7 +22,8 @@ from rich.table import Table
 
 from dbrig import __version__, doctor, proc, runner, scenario, store, summary
 from dbrig.commands import compare_command, history_command
-from dbrig.errors import EXIT_CELLS_FAILED, EXIT_OK, ConfigError, DbrigError
+from dbrig.errors import EXIT_CELLS_FAILED, EXIT_OK, ConfigError, DbrigError, Interrupted
+from dbrig.report import RunWarning, run_warnings, write_report
 
 # Off a terminal (CI logs, pipes) rich would wrap tables at 80 columns.
 _WIDTH = None if sys.stdout.isatty() else 200
@@ -64,6 +65,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 )
 @click.option("--retry-failed", is_flag=True, help="With --resume, also rerun failed trials.")
 @click.option("--keep-data", is_flag=True, help="Keep datadirs and snapshots after the run.")
+@click.option(
+    "--report/--no-report", default=True, show_default=True, help="Write report.html at the end."
+)
 def run(
     scenario_file: Path | None,
     out: Path | None,
@@ -71,6 +75,7 @@ def run(
     resume_dir: Path | None,
     retry_failed: bool,
     keep_data: bool,
+    report: bool,
 ) -> None:
     """Run every cell of SCENARIO_FILE and save the results."""
     if (scenario_file is None) == (resume_dir is None):
@@ -95,12 +100,43 @@ def run(
     trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
     _line(err_console, f"dbrig: {len(trials)} trials -> {run_dir.path}")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    result = runner.Runner(plan, run_dir, tools, keep_data=keep_data, emit=_emit).execute(trials)
+    try:
+        result = runner.Runner(plan, run_dir, tools, keep_data=keep_data, emit=_emit).execute(
+            trials
+        )
+    except Interrupted:
+        if report:
+            _report_after_run(run_dir)
+        raise
     _print_results(run_dir)
     _line(out_console, f"saved: {result.run_dir}")
+    if report:
+        _report_after_run(run_dir)
     if result.failed:
         err_console.print(f"dbrig: {result.failed} of {result.total} trials failed")
         raise SystemExit(EXIT_CELLS_FAILED)
+
+
+def _report_after_run(run_dir: store.RunDir) -> None:
+    """The report and its warnings; a report that fails does not fail the run."""
+    try:
+        page = write_report(run_dir.path)
+        warnings = run_warnings(run_dir.path)
+    except Exception as exc:  # the trials are saved: say so and how to retry
+        logging.getLogger(__name__).exception("writing the report failed")
+        _line(
+            err_console,
+            f"dbrig: warning: the report could not be written ({exc}); "
+            f"retry with: dbrig report {run_dir.path}",
+        )
+        return
+    _print_warnings(warnings)
+    _line(out_console, f"report: {page}")
+
+
+def _print_warnings(warnings: list[RunWarning]) -> None:
+    for warning in warnings:
+        _line(err_console, f"warning: {warning.message}")
 
 
 def _resume_plan(resume_dir: Path) -> tuple[store.RunDir, scenario.Plan]:
@@ -162,6 +198,22 @@ def _print_results(run_dir: store.RunDir) -> None:
     for row in rows:
         t.add_row(*row)
     out_console.print(t)
+
+
+@cli.command("report")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--cell-figures",
+    type=click.IntRange(0, 1000),
+    default=8,
+    show_default=True,
+    help="Per-cell time-series figures to draw (the first N cells).",
+)
+def report_cmd(run_dir: Path, cell_figures: int) -> None:
+    """Write report.html, plots/*.png and results_by_cell.csv for a saved run."""
+    page = write_report(store.RunDir.open(run_dir).path, max_cell_figures=cell_figures)
+    _print_warnings(run_warnings(run_dir))
+    _line(out_console, f"report: {page}")
 
 
 @cli.command("doctor")
