@@ -125,6 +125,9 @@ def test_steal_swap_reconnects_and_sampler_cost_name_the_cell_and_number(tmp_pat
         frame.loc[c001, "swap_out_mb_per_s"] = 1.5
         frame.loc[c001, "reconnects_per_s"] = 0.25
         frame.loc[frame["cell"] == "c003", "sampler_cpu_pct"] = 1.8
+        frame.loc[frame["cell"] == "c003", "measured_time_s"] = 30.0
+        # c002's 3 s windows are too short to judge the samplers' steady cost.
+        frame.loc[frame["cell"] == "c002", "sampler_cpu_pct"] = 2.5
 
     edit_results(run, change)
     found = by_code(run_warnings(run))

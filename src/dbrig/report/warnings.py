@@ -43,6 +43,7 @@ MAX_CV = 0.05
 MIN_REPETITIONS = 3
 MIN_STRESS_RATIO = 0.8
 MAX_STEAL_PCT = 5.0
+MIN_SAMPLER_WINDOW_S = 10.0
 MAX_SAMPLER_PCT = 1.0
 MAX_CELL_WARNINGS = 6
 THROUGHPUT_METRICS = (
@@ -156,7 +157,7 @@ def _short_window(run: _Run) -> list[RunWarning]:
         window, what = run.means("time_workload_s"), "workload ran"
     short = window[window < MIN_WINDOW_S]
     hits = [
-        _Hit(cell, run.label(cell), f"{what} {seconds:.0f} s", -seconds)
+        _Hit(cell, run.label(cell), f"{what} {_seconds(seconds)}", -seconds)
         for cell, seconds in short.items()
     ]
     tail = f" (under {MIN_WINDOW_S:.0f} s: too short for a steady state; aim for minutes)"
@@ -296,8 +297,19 @@ def _steal(run: _Run) -> list[RunWarning]:
     return _per_cell("steal", hits, run.n_cells, "CPU steal")
 
 
+def _seconds(value: float) -> str:
+    return f"{value:.0f} s" if value >= 10 else f"{value:.2g} s"
+
+
 def _sampler_overhead(run: _Run) -> list[RunWarning]:
     cost = run.means("sampler_cpu_pct")
+    # In a trial of a few seconds the samplers' start-up (the first snapshot of every
+    # process and counter) dominates their cost: judge the steady rate on longer ones.
+    window = run.means("measured_time_s")
+    if window.empty:
+        window = run.means("time_workload_s")
+    if not window.empty:
+        cost = cost[cost.index.isin(window[window >= MIN_SAMPLER_WINDOW_S].index)]
     hits = [
         _Hit(
             cell,
