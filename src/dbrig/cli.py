@@ -178,12 +178,20 @@ def _print_dry_run(plan: scenario.Plan) -> None:
 
 @cli.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
-def show(run_dir: Path) -> None:
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "markdown"]),
+    default="table",
+    show_default=True,
+    help="markdown: a table to paste into a blog post, an issue or a doc page.",
+)
+def show(run_dir: Path, fmt: str) -> None:
     """Print the result table of a saved run."""
-    _print_results(store.RunDir.open(run_dir))
+    _print_results(store.RunDir.open(run_dir), fmt)
 
 
-def _print_results(run_dir: store.RunDir) -> None:
+def _print_results(run_dir: store.RunDir, fmt: str = "table") -> None:
     meta = run_dir.meta()
     results = run_dir.results()
     table = summary.cell_table(results, meta.get("factors", []), meta.get("factor_labels", {}))
@@ -192,7 +200,11 @@ def _print_results(run_dir: store.RunDir) -> None:
     if not rows:
         out_console.print("no trials saved yet")
         return
-    t = Table(title=f"{meta['scenario']['name']}: mean ±95% CI (CV) over repetitions")
+    title = f"{meta['scenario']['name']}: mean ±95% CI (CV) over repetitions"
+    if fmt == "markdown":
+        click.echo(summary.markdown(headings, rows))
+        return
+    t = Table(title=title)
     for h in headings:
         t.add_column(h, overflow="fold")
     for row in rows:

@@ -87,3 +87,12 @@ def render(table: pd.DataFrame, percentile: int | None = None) -> tuple[list[str
     for _, record in table.iterrows():
         rows.append([format_cell(record[c], formats.get(c, ("", "{}"))[1]) for c in columns])
     return headings, rows
+
+
+def markdown(headings: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-flavoured Markdown table (pipes in cells escaped)."""
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(headings), line(["---"] * len(headings)), *map(line, rows)])

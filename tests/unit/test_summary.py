@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from dbrig.runner import Progress
-from dbrig.trial import derived_costs
 from dbrig.scenario import plan_from_dict
 from dbrig.stats import summarize
-from dbrig.summary import cell_table, format_cell, render
+from dbrig.summary import cell_table, format_cell, markdown, render
+from dbrig.trial import derived_costs
 
 THREADS = "workload.sysbench.threads"
 
@@ -182,3 +182,8 @@ def test_progress_prints_one_line_per_trial_with_an_eta() -> None:
         "[2/2] c001-r1 threads=2  (ETA 1m15s)",
         "    FAILED: server died",
     ]
+
+
+def test_markdown_table_has_a_header_rule_and_escapes_pipes() -> None:
+    text = markdown(["cell", "TPS"], [["c000", "1 | 2"]])
+    assert text.splitlines() == ["| cell | TPS |", "| --- | --- |", "| c000 | 1 \\| 2 |"]
