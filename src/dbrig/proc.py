@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 _SECRET_ARG = re.compile(r"^(--?[\w-]*password[\w-]*=).*$", re.IGNORECASE)
 _POLL_S = 0.02
 
+
 def _die_with_parent_prefix() -> tuple[str, ...]:
     """``setpriv --pdeathsig TERM --``: children get SIGTERM if dbrig itself is killed.
 

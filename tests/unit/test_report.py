@@ -369,3 +369,13 @@ def test_text_from_the_run_is_escaped(tmp_path: Path) -> None:
     html = write_report(run, max_cell_figures=0).read_text()
     assert "<script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in html
+
+
+def test_a_run_whose_matrix_chooses_the_server_renders(tmp_path: Path) -> None:
+    """The matrix key ``server`` is a factor and the results' server column at once."""
+    run = tmp_path / "two-servers"
+    shutil.copytree(RUNS / "compare" / "two-servers", run)
+    page = write_report(run)
+    text = page.read_text()
+    assert "server=" in text
+    assert (run / RESULTS_BY_CELL).is_file()

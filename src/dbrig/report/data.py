@@ -127,7 +127,8 @@ def _cells_frame(
                 {"cell": rec["cell"], "server": rec.get("server", "")}
                 | {f: rec.get(f) for f in factors}
             )
-    cells = pd.DataFrame(rows, columns=["cell", "server", *factors])
+    # The matrix key "server" is a factor and the "server" column at once.
+    cells = pd.DataFrame(rows, columns=list(dict.fromkeys(["cell", "server", *factors])))
     cells["label"] = [
         " ".join(f"{labels[f]}={plain_value(row[f])}" for f in factors) or "(single cell)"
         for row in cells.to_dict("records")
