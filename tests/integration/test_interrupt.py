@@ -126,8 +126,10 @@ def test_a_sigkilled_dbrig_leaves_no_server_sysbench_or_stress_ng(tmp_path: Path
     try:
         wait_for(
             "sysbench under stress-ng",
-            lambda: sysbench_running_in_a_partial_trial(out)
-            and list(out.glob("*/trials/.c*.partial/stress-ng.err")),
+            lambda: (
+                sysbench_running_in_a_partial_trial(out)
+                and list(out.glob("*/trials/.c*.partial/stress-ng.err"))
+            ),
             timeout=90,
             child=child,
         )
