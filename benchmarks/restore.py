@@ -29,11 +29,12 @@ from dbrig.server.sandbox import Sandbox
 from dbrig.stats import summarize
 from dbrig.tools import sysbench
 
+REFLINK = False  # probed once in main(), as the runner does
 CONFIG = {"innodb_buffer_pool_size": "128M", "innodb_log_file_size": "48M"}
 
 
 def dbrig_restore(snapshot: Path, datadir: Path) -> float:
-    return dd.restore(snapshot, datadir, reflink=dd.supports_reflink(datadir.parent)).seconds
+    return dd.restore(snapshot, datadir, reflink=REFLINK).seconds
 
 
 def shell_restore(snapshot: Path, datadir: Path) -> float:
@@ -74,7 +75,9 @@ def main() -> None:
             snapshot = work / "snapshot"
             dd.snapshot(box.datadir, snapshot, reflink=False)
             size_mb = sum(f.stat().st_size for f in snapshot.rglob("*") if f.is_file()) / 2**20
-            print(f"datadir {size_mb:.0f} MiB, reflink: {dd.supports_reflink(work)}")
+            global REFLINK
+            REFLINK = dd.supports_reflink(work)
+            print(f"datadir {size_mb:.0f} MiB, reflink: {REFLINK}")
             times: dict[str, list[float]] = {"dbrig": [], "rm+cp": []}
             methods = {"dbrig": dbrig_restore, "rm+cp": shell_restore}
             for i in range(args.rounds):
