@@ -143,6 +143,18 @@ def test_derived_costs_per_transaction_and_per_query() -> None:
     )
 
 
+def test_kib_read_and_written_per_transaction_over_the_measured_window() -> None:
+    metrics = {
+        "transactions": 2048.0,
+        "measured_time_s": 10.0,
+        "server_read_mb_per_s": 0.5,
+        "server_write_mb_per_s": 2.0,
+    }
+    costs = derived_costs(metrics)
+    assert costs["kb_read_per_txn"] == pytest.approx(0.5 * 10 * 1024 / 2048)
+    assert costs["kb_written_per_txn"] == pytest.approx(2.0 * 10 * 1024 / 2048)
+
+
 def test_no_per_transaction_costs_without_transactions() -> None:
     metrics = {"transactions": 0.0, "queries_total": 0.0, "server_cpu_s": 2.5}
     assert derived_costs({**metrics, "server_ctx_switches": 10.0}) == {}
