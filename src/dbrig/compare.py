@@ -57,7 +57,13 @@ VERDICTS = (
 )
 
 HEADLINE_METRICS = ("tps", "qps", "latency_avg_ms", "latency_pct_ms", "errors_per_s")
-COST_METRICS = ("server_cpu_us_per_txn", "server_cpu_us_per_query", "ctx_switches_per_txn")
+COST_METRICS = (
+    "server_cpu_us_per_txn",
+    "server_cpu_us_per_query",
+    "ctx_switches_per_txn",
+    "kb_read_per_txn",
+    "kb_written_per_txn",
+)
 # mysqlslap's headline metrics; absent from sysbench runs, so harmless in the default list.
 OTHER_TOOL_METRICS = ("avg_s", "queries_per_s")
 DEFAULT_METRICS = HEADLINE_METRICS + COST_METRICS + OTHER_TOOL_METRICS
