@@ -1,0 +1,46 @@
+"""Pure arithmetic on psutil and status counters: deltas, per-second rates, MiB.
+
+A result of None means "not known" (a missing or non-finite value, a counter that
+went backwards); it becomes an empty CSV cell.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MIB = 1024 * 1024
+
+
+def _fields(snapshot: Any) -> dict[str, Any]:
+    """A psutil namedtuple or a plain mapping, as a dict."""
+    if hasattr(snapshot, "_asdict"):
+        return snapshot._asdict()
+    return dict(snapshot)
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _delta(before: Any, after: Any) -> float | None:
+    """after - before for a cumulative counter; None if unknown or it went backwards."""
+    b, a = _number(before), _number(after)
+    if b is None or a is None or a < b:
+        return None
+    return a - b
+
+
+def _per_s(delta: float | None, elapsed_s: float, scale: float = 1.0) -> float | None:
+    if delta is None or elapsed_s <= 0:
+        return None
+    return delta / elapsed_s / scale
+
+
+def _mib(value: Any) -> float | None:
+    number = _number(value)
+    return None if number is None else number / MIB
