@@ -560,3 +560,12 @@ def test_cleanup_command() -> None:
     assert argv[:3] == ["sysbench", "oltp_read_write", "cleanup"]
     assert "--tables=3" in argv and "--mysql-db=other" in argv
     assert not any(a.startswith(("--time", "--table-size", "--threads")) for a in argv)
+
+
+def test_the_interval_after_a_checkpoint_has_no_percentile_rather_than_zero() -> None:
+    checkpointed = result("oltp_read_write_checkpoint_run")
+    frame = intervals_frame(checkpointed)
+    at = checkpointed.checkpoints[-1].t_s
+    # The line printed right after "[ 2s ] Checkpoint report" reads "lat (ms,95%): 0.00".
+    assert frame[frame["t_s"] == at]["latency_pct_ms"].isna().all()
+    assert (frame[frame["t_s"] != at]["latency_pct_ms"] > 0).all()

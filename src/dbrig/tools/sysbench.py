@@ -681,7 +681,18 @@ def intervals_frame(result: SysbenchResult) -> pd.DataFrame:
     frame["measured"] = (
         frame["t_s"] > warmup_end if warmup_end is not None else pd.Series(True, index=frame.index)
     ).astype(bool)
+    _blank_percentile_after_checkpoints(frame, [c.t_s for c in result.checkpoints])
     return frame
+
+
+def _blank_percentile_after_checkpoints(frame: pd.DataFrame, checkpoints: list[float]) -> None:
+    """A checkpoint resets the latency histogram, so the interval line printed right after
+    it (same timestamp) reports its percentile from an empty histogram as 0.00: that is
+    "unknown", not zero latency."""
+    for t in checkpoints:
+        after = frame.index[frame["t_s"] >= t]
+        if len(after) and frame.at[after[0], "latency_pct_ms"] == 0:
+            frame.at[after[0], "latency_pct_ms"] = float("nan")
 
 
 # FATAL lines that only say "something above failed".
