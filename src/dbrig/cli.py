@@ -186,9 +186,31 @@ def _print_dry_run(plan: scenario.Plan) -> None:
     show_default=True,
     help="markdown: a table to paste into a blog post, an issue or a doc page.",
 )
-def show(run_dir: Path, fmt: str) -> None:
-    """Print the result table of a saved run."""
-    _print_results(store.RunDir.open(run_dir), fmt)
+@click.option("--rows", help="Pivot: the factor down the side (e.g. server).")
+@click.option("--columns", help="Pivot: the factor across the top (e.g. load_type).")
+@click.option("--metric", help="Pivot: the metric in each cell (e.g. avg_s, tps).")
+def show(
+    run_dir: Path, fmt: str, rows: str | None, columns: str | None, metric: str | None
+) -> None:
+    """Print the result table of a saved run, or one metric as a factor x factor pivot."""
+    run = store.RunDir.open(run_dir)
+    if rows is None and columns is None and metric is None:
+        _print_results(run, fmt)
+        return
+    if not (rows and columns and metric):
+        raise ConfigError("show: a pivot needs --rows, --columns and --metric together")
+    meta = run.meta()
+    labels = meta.get("factor_labels", {})
+    headings, body = summary.pivot(run.results(), rows, columns, metric, labels)
+    if fmt == "markdown":
+        click.echo(summary.markdown(headings, body))
+        return
+    table = Table(title=f"{meta['scenario']['name']}: {metric}, mean ±95% CI (CV)")
+    for heading in headings:
+        table.add_column(heading, overflow="fold")
+    for row in body:
+        table.add_row(*row)
+    out_console.print(table)
 
 
 def _print_results(run_dir: store.RunDir, fmt: str = "table") -> None:

@@ -12,6 +12,9 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from dbrig.errors import ConfigError
+from dbrig.stats import summarize
+
 # (column in results, heading, format); the first ones found are shown.
 HEADLINE = (
     ("tps", "TPS", "{:.1f}"),
@@ -49,8 +52,6 @@ def cell_table(
 
 
 def _mean_ci_cv(values: list[float]) -> tuple[float, float | None, float | None]:
-    from dbrig.stats import summarize
-
     s = summarize(values)
     half = None if s.ci_high is None or s.mean is None else s.ci_high - s.mean
     return (s.mean, half, s.cv)
@@ -96,3 +97,38 @@ def markdown(headings: list[str], rows: list[list[str]]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
     return "\n".join([line(headings), line(["---"] * len(headings)), *map(line, rows)])
+
+
+def pivot(
+    results: pd.DataFrame, rows: str, columns: str, metric: str, labels: Mapping[str, str]
+) -> tuple[list[str], list[list[str]]]:
+    """The seeds' shape: one factor down, one across, a metric's mean ±CI in each cell.
+
+    Seed 001's table is ``--rows server --columns load_type --metric avg_s``.
+    Factors may be given by full path or short label.
+    """
+    row_key, column_key = (_factor_column(results, name, labels) for name in (rows, columns))
+    if metric not in results:
+        raise ConfigError(f"--metric {metric}: not a column of this run's results")
+    ok = results[results["status"] == "ok"]
+    fmt = next((f for c, _, f in HEADLINE if c == metric), "{:.4g}")
+    across = list(dict.fromkeys(results[column_key]))
+    body = []
+    for down, group in ok.groupby(row_key, sort=False):
+        cells = [str(down)]
+        for value in across:
+            values = group.loc[group[column_key] == value, metric].dropna().tolist()
+            cells.append(format_cell(_mean_ci_cv(values), fmt) if values else "")
+        body.append(cells)
+    heading = f"{labels.get(row_key, row_key)} \\ {labels.get(column_key, column_key)}"
+    return [heading, *map(str, across)], body
+
+
+def _factor_column(results: pd.DataFrame, name: str, labels: Mapping[str, str]) -> str:
+    if name in results:
+        return name
+    matches = [path for path, label in labels.items() if label == name or path.endswith("." + name)]
+    if len(matches) == 1 and matches[0] in results:
+        return matches[0]
+    choices = ", ".join(labels.get(p, p) for p in labels) or "none"
+    raise ConfigError(f"'{name}': not a factor of this run (factors: {choices})")

@@ -7,10 +7,11 @@ import math
 import pandas as pd
 import pytest
 
+from dbrig.errors import ConfigError
 from dbrig.runner import Progress
 from dbrig.scenario import plan_from_dict
 from dbrig.stats import summarize
-from dbrig.summary import cell_table, format_cell, markdown, render
+from dbrig.summary import cell_table, format_cell, markdown, pivot, render
 from dbrig.trial import derived_costs
 
 THREADS = "workload.sysbench.threads"
@@ -199,3 +200,22 @@ def test_progress_prints_one_line_per_trial_with_an_eta() -> None:
 def test_markdown_table_has_a_header_rule_and_escapes_pipes() -> None:
     text = markdown(["cell", "TPS"], [["c000", "1 | 2"]])
     assert text.splitlines() == ["| cell | TPS |", "| --- | --- |", "| c000 | 1 \\| 2 |"]
+
+
+def test_pivot_puts_one_factor_down_and_one_across() -> None:
+    from pathlib import Path
+
+    from dbrig.store import RunDir
+
+    run = RunDir.open(Path(__file__).parents[1] / "fixtures" / "runs" / "small-20261121-235548")
+    labels = run.meta()["factor_labels"]
+    headings, rows = pivot(run.results(), "threads", "cpu", "tps", labels)
+    assert headings == ["threads \\ cpu", "0", "1"]
+    assert [r[0] for r in rows] == ["1", "2"]
+    assert all("±" in cell for row in rows for cell in row[1:])
+
+
+def test_pivot_names_the_factors_when_one_is_unknown() -> None:
+    frame = pd.DataFrame({"status": ["ok"], "a.b": [1], "tps": [1.0]})
+    with pytest.raises(ConfigError, match=r"'nope': not a factor of this run \(factors: b\)"):
+        pivot(frame, "nope", "b", "tps", {"a.b": "b"})
