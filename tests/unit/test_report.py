@@ -379,3 +379,21 @@ def test_a_run_whose_matrix_chooses_the_server_renders(tmp_path: Path) -> None:
     text = page.read_text()
     assert "server=" in text
     assert (run / RESULTS_BY_CELL).is_file()
+
+
+def test_an_external_server_is_described_with_its_reset_mode(tmp_path: Path) -> None:
+    run = tmp_path / "external"
+    shutil.copytree(COMPLETE, run)
+    meta = json.loads((run / "run.json").read_text())
+    meta["scenario"]["server"] = {
+        "kind": "external",
+        "host": "db.example",
+        "port": 3306,
+        "user": "bench",
+        "reset": "reprepare",
+        "prepare": True,
+    }
+    (run / "run.json").write_text(json.dumps(meta))
+    text = write_report(run).read_text()
+    assert "external, not managed by dbrig: db.example:3306 as bench" in text
+    assert "reset: reprepare" in text

@@ -144,10 +144,15 @@ def _scenario_facts(data: RunData) -> list[tuple[str, str]]:
     if stress:
         facts.append(("Interference", _stress_text(stress, data.factors)))
     server = s.get("server") or {}
-    if server.get("config"):
+    if server.get("kind") == "external":
+        facts.append(("Server", _external_text(server)))
+    elif server.get("config"):
         config = _unvaried(server["config"], "server.config.", data.factors)
         facts.append(("Server config", _mapping_text(config)))
     for name, spec in (s.get("servers") or {}).items():
+        if (spec or {}).get("kind") == "external":
+            facts.append((f"Server {name}", _external_text(spec)))
+            continue
         named = (spec or {}).get("config") or {}
         config = _unvaried(named, f"servers.{name}.config.", data.factors)
         facts.append((f"Server {name}", _mapping_text(config)))
@@ -213,6 +218,18 @@ def _matrix(data: RunData, overview: pd.DataFrame) -> list[dict[str, str]]:
         levels = dict.fromkeys(plain_value(v) for v in values)  # values may be lists: unhashable
         rows.append({"label": data.labels[factor], "path": factor, "levels": ", ".join(levels)})
     return rows
+
+
+def _external_text(spec: dict[str, Any]) -> str:
+    """Where an external server is and what happened to its data between trials."""
+    where = spec.get("socket") or f"{spec.get('host', '?')}:{spec.get('port', '?')}"
+    if not spec.get("prepare", True):
+        data = "data left as it was (prepare: false)"
+    elif spec.get("reset") == "reprepare":
+        data = "data dropped and loaded again before every trial (reset: reprepare)"
+    else:
+        data = "data loaded once per data set, not restored between trials (reset: none)"
+    return f"external, not managed by dbrig: {where} as {spec.get('user', '?')}; {data}"
 
 
 def _environment_facts(data: RunData) -> list[tuple[str, str]]:
