@@ -319,4 +319,7 @@ class StressHandle:
             "stress_cpu_s_achieved": achieved,
             "stress_achieved_ratio": achieved / asked if asked else float("nan"),
             "stress_bogo_ops": sum(r.bogo_ops for r in result.stressors),
+            "stress_bogo_ops_per_s": sum(r.bogo_ops_per_s_real or 0 for r in result.stressors),
+            "stress_usr_s": sum(r.usr_time_s or 0 for r in result.stressors),
+            "stress_sys_s": sum(r.sys_time_s or 0 for r in result.stressors),
         }
