@@ -26,6 +26,7 @@ import yaml
 from dbrig import environment, proc, store, system
 from dbrig.errors import ConfigError, DbrigError, Interrupted
 from dbrig.scenario import ExternalServer, ManagedServer, Plan, Trial
+from dbrig.server import datadir as dd
 from dbrig.server.binary import ServerBinary, find_server
 from dbrig.server.external import ExternalConnection
 from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle, ServerHandle
@@ -116,8 +117,12 @@ def _check_system(plan: Plan, out: Path) -> None:
 
 
 def datadir_device(where: Path) -> system.BlockDevice | None:
-    """The block device holding ``where`` (the run directory, so every managed datadir)."""
-    name = environment.storage(where).get("block_device")
+    """The block device holding ``where`` (the run directory, so every managed datadir).
+
+    Read-only: ``where`` may not exist yet, and preflight must create nothing.
+    """
+    device = dd.filesystem_of(where).get("device", "")
+    name = dd.block_device_name(device) if device else None
     return system.BlockDevice(name) if name else None
 
 
