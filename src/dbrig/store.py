@@ -59,7 +59,9 @@ class RunDir:
     """A run directory on disk."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
+        # Absolute: the servers' datadirs live inside, and mariadb-install-db and mariadbd
+        # resolve a relative datadir against their basedir (/usr), not our working directory.
+        self.path = path.absolute()
 
     # -- creating and opening -------------------------------------------------------
 

@@ -90,3 +90,17 @@ def test_dry_run_prints_each_cell_and_the_exact_command_and_creates_nothing(
     assert not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["two-cells.yaml"]
     assert list(short_tmp.iterdir()) == []
+
+
+@pytest.mark.integration
+def test_a_relative_out_directory_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The quickstart's default is out: runs, relative to where dbrig is started; mariadbd
+    and mariadb-install-db resolve a relative datadir against /usr, not against that."""
+    monkeypatch.chdir(tmp_path)
+    write_scenario(tmp_path / "one.yaml", tiny_scenario())
+    result = run_main(["run", "one.yaml", "--out", "runs", "--no-report"], capsys)
+    assert result.code == 0, result.err
+    run = only_run_dir(tmp_path / "runs")
+    assert f"saved: {run}" in result.out

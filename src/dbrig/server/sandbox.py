@@ -132,7 +132,7 @@ class Sandbox:
         if done.returncode != 0 or done.timed_out:
             raise ServerError(
                 f"server '{self.name}': initialising the datadir failed (exit {done.returncode}): "
-                + tail(out, 3).replace("\n", " | ")
+                + _first_errors(out)
             )
         return time.monotonic() - started
 
@@ -283,6 +283,14 @@ class Sandbox:
             for _, host in cur.fetchall():
                 cur.execute("DROP USER ''@%s", (host,))
             cur.execute(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+
+
+def _first_errors(log_file: Path) -> str:
+    """The lines that say what went wrong (mariadb-install-db buries them in advice)."""
+    text = tail(log_file, 200)
+    wanted = ("[ERROR]", "Can't", "ERROR", "error:", "Errcode")
+    found = [ln.strip() for ln in text.splitlines() if any(w in ln for w in wanted)]
+    return " | ".join(dict.fromkeys(found[:3])) or tail(log_file, 3).replace("\n", " | ")
 
 
 def _is_root() -> bool:
