@@ -51,7 +51,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from dbrig.errors import ConfigError
 from dbrig.system import SystemSettings
@@ -60,6 +67,23 @@ from dbrig.tools.stress_ng import StressNgParams
 from dbrig.tools.sysbench import SysbenchParams
 
 Scalar = str | int | float | bool | None
+RESERVED_SERVER_SETTINGS = frozenset(
+    {
+        "datadir",
+        "socket",
+        "port",
+        "pid_file",
+        "log_error",
+        "bind_address",
+        "basedir",
+        "user",
+        "innodb_data_home_dir",
+        "innodb_log_group_home_dir",
+        "innodb_undo_directory",
+        "aria_log_dir_path",
+        "tmpdir",
+    }
+)
 DEFAULT_SERVER = "default"
 
 
@@ -83,6 +107,18 @@ class ManagedServer(_Frozen):
     )
     port: int | None = Field(None, ge=1024, le=65535, description="fixed TCP port on 127.0.0.1")
     startup_timeout: float = Field(120.0, gt=0, description="seconds to wait for it to answer")
+
+    @field_validator("config")
+    @classmethod
+    def _no_sandbox_paths(cls, config: dict[str, Scalar]) -> dict[str, Scalar]:
+        """The sandbox's own files and addresses are dbrig's: a scenario that moved the datadir
+        would have dbrig start, write to and restore a directory it did not create."""
+        for key in config:
+            if key.replace("-", "_").lower() in RESERVED_SERVER_SETTINGS:
+                raise ValueError(
+                    f"'{key}' is set by dbrig for its sandbox (use port: for a fixed port)"
+                )
+        return config
 
 
 class ExternalServer(_Frozen):
@@ -608,6 +644,11 @@ def check_path(path: str, raw: Mapping[str, Any], source: str) -> None:
     if path in ("matrix", "repeat", "order", "seed", "out", "name") or path.startswith("matrix."):
         raise ConfigError(f"{source}: matrix: '{path}' cannot vary within a run")
     parts = path.split(".")
+    if parts[-1] in ("basedir", "kind") and parts[0] in ("server", "servers"):
+        raise ConfigError(
+            f"{source}: matrix: '{path}' cannot vary: a server's binary and kind are fixed; "
+            "name one server per binary under servers: and put 'server' in the matrix"
+        )
     annotation: Any = Scenario
     for i, part in enumerate(parts):
         child = _child_type(annotation, part)

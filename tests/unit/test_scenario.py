@@ -681,3 +681,29 @@ def test_cpu_contention_scenario_scales_to_the_core_count() -> None:
         if dict(c.factors)["interference.stress-ng.cpu"] == cores
     ]
     assert sorted(set(loads)) == [20, 40, 60, 80, 90, 100]
+
+
+@pytest.mark.parametrize("key", ["datadir", "socket", "innodb-data-home-dir", "log_error"])
+def test_a_managed_server_config_cannot_move_the_sandbox(tmp_path: Path, key: str) -> None:
+    raw = {
+        "name": "x",
+        "server": {"config": {key: "/var/lib/mysql"}},
+        "workload": {"sysbench": {}},
+    }
+    with pytest.raises(ConfigError, match=rf"server.config: .*'{key}' is set by dbrig"):
+        plan_from_dict(raw, source="s.yaml")
+
+
+@pytest.mark.parametrize("path", ["server.basedir", "servers.a.kind"])
+def test_a_server_binary_or_kind_cannot_vary_in_the_matrix(path: str) -> None:
+    raw = {
+        "name": "x",
+        "servers": {"a": {}},
+        "workload": {"sysbench": {}},
+        "matrix": {path: ["/opt/a", "/opt/b"], "server": ["a"]},
+    }
+    if path.startswith("server."):
+        raw["server"] = raw.pop("servers")["a"]
+        raw["matrix"].pop("server")
+    with pytest.raises(ConfigError, match="cannot vary: a server's binary and kind are fixed"):
+        plan_from_dict(raw, source="s.yaml")
