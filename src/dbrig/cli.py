@@ -8,6 +8,7 @@ shows its traceback with ``--debug``.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import os
 import signal
@@ -145,7 +146,17 @@ def _resume_plan(resume_dir: Path) -> tuple[store.RunDir, scenario.Plan]:
     run_dir = store.RunDir.open(resume_dir)
     meta = run_dir.meta()
     source = str(resume_dir / "scenario.yaml")
-    plan = scenario.plan_from_dict(meta["raw_scenario"], source=source, seed=meta.get("seed"))
+    cores = ((meta.get("environment") or {}).get("host") or {}).get("cpu_count")
+    plan = scenario.plan_from_dict(
+        meta["raw_scenario"], source=source, seed=meta.get("seed"), cpu_count=cores
+    )
+    saved = {c["cell"]: c["factors"] for c in meta.get("cells", [])}
+    now = {c.id: c.factor_dict for c in plan.cells}
+    if json.loads(json.dumps(now)) != saved:
+        raise ConfigError(
+            f"--resume {resume_dir}: the saved scenario no longer expands to the saved cells "
+            "(was it written by another dbrig version?); start a new run instead"
+        )
     return run_dir, plan
 
 

@@ -225,19 +225,22 @@ class Runner:
     def execute(self, trials: list[Trial]) -> RunSummary:
         progress = Progress(len(trials), self.emit)
         ok = failed = 0
-        interrupted = False
+        ended = "complete"
         try:
             for trial in trials:
-                self._server(trial.cell.server)
                 progress.starting(trial, trial.cell.label(self.short_names))
                 record = self._execute_one(trial)
                 progress.finished(trial, record.status, self._detail(record))
                 ok += record.status == "ok"
                 failed += record.status != "ok"
         except KeyboardInterrupt:
-            interrupted = True
+            ended = "interrupted"
+        except BaseException:
+            ended = "aborted"  # a bug or the environment: keep the data for --resume
+            raise
         finally:
-            self._finish(interrupted)
+            self._finish(ended)
+        interrupted = ended == "interrupted"
         summary = RunSummary(
             self.run.path, len(trials), ok, failed, len(trials) - ok - failed, interrupted
         )
@@ -290,24 +293,39 @@ class Runner:
         if changed:
             self.run.update_meta(servers=servers)
 
-    def _finish(self, interrupted: bool) -> None:
+    def _finish(self, ended: str) -> None:
+        """Stop and clean up everything, each step whatever happens to the others: a second
+        Ctrl-C during a slow server shutdown must not skip the rest."""
+        keep = self.keep_data or ended != "complete"
+        if ended == "complete":
+            # A resumed run may not have touched every managed server: clean them all up.
+            for name, spec in self.plan.scenario.server_specs.items():
+                if isinstance(spec, ManagedServer) and name in self.tools.servers:
+                    self._server(name)
+        steps = [
+            *(lambda h=h: h.close(keep_data=keep) for h in self.servers.values()),
+            proc.stop_all,
+            self._write_results,
+        ]
         if self.context.system is not None:
-            self.context.system.restore()
-        for handle in self.servers.values():
+            steps.append(self.context.system.restore)  # last: never lose the original values
+        pending_interrupt: BaseException | None = None
+        for step in steps:
             try:
-                handle.close(keep_data=self.keep_data or interrupted)
-            except DbrigError as exc:
-                log.warning("closing server %s: %s", handle.name, exc)
-        proc.stop_all()
+                step()
+            except KeyboardInterrupt as exc:
+                pending_interrupt = exc
+            except (DbrigError, OSError) as exc:
+                log.warning("cleaning up: %s", exc)
         records = self.run.trial_records()
-        failed = sum(r["status"] != "ok" for r in records.values())
-        status = "interrupted" if interrupted else "complete"
         self.run.update_meta(
-            status=status,
+            status=ended,
             finished_at=dt.datetime.now(dt.UTC).isoformat(),
             trials_saved=len(records),
-            trials_failed=failed,
+            trials_failed=sum(r["status"] != "ok" for r in records.values()),
         )
+        if pending_interrupt is not None and ended == "complete":
+            raise pending_interrupt
 
 
 def start_run(plan: Plan, out: Path | None, tools: Toolbox, now: dt.datetime) -> store.RunDir:

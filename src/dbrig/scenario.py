@@ -351,11 +351,16 @@ def load(path: Path | str) -> Plan:
 
 
 def plan_from_dict(
-    raw: dict[str, Any], *, source: str = "<scenario>", seed: int | None = None
+    raw: dict[str, Any],
+    *,
+    source: str = "<scenario>",
+    seed: int | None = None,
+    cpu_count: int | None = None,
 ) -> Plan:
-    """Validate and expand; ``seed`` (a resumed run's saved one) wins over the file's."""
+    """Validate and expand; ``seed`` (a resumed run's saved one) wins over the file's, and
+    ``cpu_count`` (the saved host's) sizes ``nproc`` matrix values instead of this host's."""
     scenario = validate(raw, source)
-    blocks = matrix_blocks(scenario.matrix, source)
+    blocks = matrix_blocks(scenario.matrix, source, cpu_count)
     for block in blocks:
         for paths, _ in block:
             for p in paths:
@@ -492,7 +497,7 @@ def _join_loc(loc: Sequence[str | int]) -> str:
 Block = list[tuple[tuple[str, ...], list[tuple[Any, ...]]]]
 
 
-def matrix_blocks(matrix: dict | list, source: str) -> list[Block]:
+def matrix_blocks(matrix: dict | list, source: str, cpu_count: int | None = None) -> list[Block]:
     """Normalise the matrix into blocks of (paths, rows of values)."""
     raw_blocks = matrix if isinstance(matrix, list) else [matrix]
     blocks: list[Block] = []
@@ -505,7 +510,7 @@ def matrix_blocks(matrix: dict | list, source: str) -> list[Block]:
                 raise ConfigError(f"{source}: {where}: key '{key}' has an empty path")
             if not values:
                 raise ConfigError(f"{source}: {where}.{key}: expected a non-empty list of values")
-            values = host_values(values) if len(paths) == 1 else values
+            values = host_values(values, cpu_count) if len(paths) == 1 else values
             rows = [_row(v, paths, f"{where}.{key}", source) for v in values]
             block.append((paths, rows))
         _refuse_overlaps([p for paths, _ in block for p in paths], where, source)

@@ -133,14 +133,23 @@ class SystemState:
         self._original: dict[str, Any] = {}
 
     def apply(self, settings: SystemSettings) -> dict[str, Any]:
-        """Set what the trial asks for; returns the values read back, for the trial record."""
+        """Set what the trial asks for; returns the values read back, for the trial record.
+
+        A setting this trial leaves unset goes back to its original value, so a cell
+        without it does not inherit the previous cell's.
+        """
         applied: dict[str, Any] = {}
-        if settings.io_scheduler and self.device:
-            self._remember("io_scheduler", lambda: self.device.scheduler()[0])
-            applied["io_scheduler"] = self.device.set_scheduler(settings.io_scheduler)
-        if settings.read_ahead_kb is not None and self.device:
-            self._remember("read_ahead_kb", self.device.read_ahead_kb)
-            applied["read_ahead_kb"] = self.device.set_read_ahead_kb(settings.read_ahead_kb)
+        if self.device:
+            scheduler = settings.io_scheduler or self._original.get("io_scheduler")
+            if scheduler:
+                self._remember("io_scheduler", lambda: self.device.scheduler()[0])
+                applied["io_scheduler"] = self.device.set_scheduler(scheduler)
+            read_ahead = settings.read_ahead_kb
+            if read_ahead is None:
+                read_ahead = self._original.get("read_ahead_kb")
+            if read_ahead is not None:
+                self._remember("read_ahead_kb", self.device.read_ahead_kb)
+                applied["read_ahead_kb"] = self.device.set_read_ahead_kb(read_ahead)
         if settings.drop_caches:
             os.sync()
             self.drop_caches_file.write_text("3\n")
@@ -156,11 +165,11 @@ class SystemState:
         if not self.device:
             return
         original = dict(self._original)
-        self._original.clear()
         if original.get("io_scheduler"):
             self._quietly(self.device.set_scheduler, original["io_scheduler"])
         if "read_ahead_kb" in original:
             self._quietly(self.device.set_read_ahead_kb, original["read_ahead_kb"])
+        self._original.clear()  # only now: an interrupted restore can be run again
 
     def _quietly(self, setter: Any, value: Any) -> None:
         try:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pymysql
+
 from dbrig import proc, sampling, store
 from dbrig.errors import DbrigError
 from dbrig.scenario import Cell, Trial
@@ -106,6 +108,9 @@ class TrialExecutor:
             self._run_workload()
         except DbrigError as exc:
             self.record.fail(exc.message)
+        except (pymysql.err.Error, OSError) as exc:
+            # The server went away mid-query, a disk filled: this trial failed, the run goes on.
+            self.record.fail(f"{type(exc).__name__}: {exc}")
         finally:
             self.record.timings.update(self.server.finish_trial())
         return self.record
@@ -113,7 +118,7 @@ class TrialExecutor:
     def _apply_system(self) -> None:
         """The cell's OS settings, after the restore (which fills the page cache) and before
         the server starts."""
-        if self.context.system is not None and self.scenario.system.active:
+        if self.context.system is not None:
             self.record.system = self.context.system.apply(self.scenario.system)
 
     def _run_workload(self) -> None:

@@ -80,3 +80,19 @@ def test_a_scheduler_the_device_does_not_offer_is_refused_before_the_run(
     assert result.code == 2
     assert "system.io_scheduler: 'cfq' is not offered" in one_error_line(result.err)
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_trial_without_a_setting_runs_under_the_original_not_the_previous_one() -> None:
+    device = _device()
+    before, offered = device.scheduler()
+    other = next((s for s in offered if s != before), None)
+    if other is None:
+        pytest.skip("the device offers a single scheduler")
+    state = SystemState(device)
+    try:
+        assert state.apply(SystemSettings(io_scheduler=other))["io_scheduler"] == other
+        assert state.apply(SystemSettings())["io_scheduler"] == before
+        assert device.scheduler()[0] == before
+    finally:
+        state.restore()
+    assert device.scheduler()[0] == before

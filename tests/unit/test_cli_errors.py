@@ -134,3 +134,49 @@ def test_a_wrong_flag_or_command_is_one_line_with_exit_2(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("dbrig: error: ") and expected in lines[0]
     assert "--help" in lines[0]
+
+
+def _saved_run(tmp_path: Path, cores: int) -> Path:
+    """A run directory as start_run leaves it, for cpu-contention.yaml planned on ``cores``."""
+    import datetime as dt
+
+    from dbrig.scenario import plan_from_dict, read_yaml
+    from dbrig.store import RunDir
+
+    raw = read_yaml(Path(__file__).parents[2] / "scenarios" / "cpu-contention.yaml")
+    plan = plan_from_dict(raw, seed=3, cpu_count=cores)
+    run = RunDir.create(tmp_path, "cpu", dt.datetime(2026, 1, 1))
+    run.write_meta(
+        {
+            "raw_scenario": raw,
+            "seed": 3,
+            "cells": [
+                {"cell": c.id, "server": c.server, "factors": c.factor_dict} for c in plan.cells
+            ],
+            "trials": [t.id for t in plan.trials],
+            "environment": {"host": {"cpu_count": cores}},
+        }
+    )
+    return run.path
+
+
+def test_resume_sizes_nproc_by_the_saved_host_not_this_one(tmp_path: Path) -> None:
+    from dbrig.cli import _resume_plan
+
+    _, plan = _resume_plan(_saved_run(tmp_path, cores=5))
+    cpus = {c.factor_dict["interference.stress-ng.cpu"] for c in plan.cells}
+    assert cpus == {0, 1, 2, 3, 4, 5}
+
+
+def test_resume_refuses_a_run_whose_cells_no_longer_match(tmp_path: Path) -> None:
+    import json
+
+    from dbrig.cli import _resume_plan
+    from dbrig.errors import ConfigError
+
+    path = _saved_run(tmp_path, cores=2)
+    meta = json.loads((path / "run.json").read_text())
+    meta["cells"][0]["factors"]["interference.stress-ng.cpu"] = 7
+    (path / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(ConfigError, match="no longer expands to the saved cells"):
+        _resume_plan(path)
