@@ -102,9 +102,10 @@ def run(
     _line(err_console, f"dbrig: {len(trials)} trials -> {run_dir.path}")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
-        result = runner.Runner(plan, run_dir, tools, keep_data=keep_data, emit=_emit).execute(
-            trials
-        )
+        with run_dir.lock():
+            result = runner.Runner(plan, run_dir, tools, keep_data=keep_data, emit=_emit).execute(
+                trials
+            )
     except Interrupted:
         if report:
             _report_after_run(run_dir)

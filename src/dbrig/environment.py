@@ -45,7 +45,7 @@ def host() -> dict[str, Any]:
 
 def storage(path: Path) -> dict[str, Any]:
     fs = dd.filesystem_of(path)
-    device = dd.block_device_name(fs.get("device", "")) if fs else None
+    device = dd.block_device_of(path)
     return {
         **fs,
         "block_device": device,

@@ -13,6 +13,7 @@ come back with its exit code (seed 003 used ``time`` for this).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import re
@@ -183,19 +184,45 @@ def spawn(
         subprocess.STDOUT if merge_stderr else open(stderr, "ab") if stderr else subprocess.DEVNULL  # noqa: SIM115
     )
     full_env = None if env is None else {**os.environ, **env}
-    with _interrupts_held() as held:
+    child: Child | None = None
+    held = _HeldSignals()
+    try:
+        child = _start_held(argv, out, err, full_env, cwd, held)
+    finally:
+        if child is None:
+            held.deliver()  # the start failed: a Ctrl-C that arrived meanwhile still counts
+    try:
+        held.deliver()
+    except BaseException:
+        child.stop()  # the caller never sees this child, so it cannot stop it
+        raise
+    return child
+
+
+def _start_held(
+    argv: list[str],
+    out: Any,
+    err: Any,
+    env: Mapping[str, str] | None,
+    cwd: Path | None,
+    held: _HeldSignals,
+) -> Child:
+    """Popen and register the child with Ctrl-C and SIGTERM held (see _interrupts_held)."""
+    with _interrupts_held(held):
         try:
             popen = subprocess.Popen(
                 [*_DIE_WITH_PARENT, *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
-                env=full_env,
+                env=env,
                 cwd=cwd,
                 start_new_session=True,
             )
         except FileNotFoundError as exc:
             raise ToolMissing(f"{argv[0]} not found") from exc
+        except PermissionError as exc:
+            raise ToolMissing(f"{argv[0]} is not executable: {exc.strerror}") from exc
         finally:
             for handle in (out, err):
                 if hasattr(handle, "close"):
@@ -203,12 +230,7 @@ def spawn(
         child = Child(popen, argv, time.monotonic())
         with _live_lock:
             _live[popen.pid] = popen
-    try:
-        held.deliver()
-    except BaseException:
-        child.stop()  # the caller never sees this child, so it cannot stop it
-        raise
-    return child
+        return child
 
 
 class _HeldSignals:
@@ -225,13 +247,12 @@ class _HeldSignals:
 
 
 @contextlib.contextmanager
-def _interrupts_held() -> Iterator[_HeldSignals]:
+def _interrupts_held(held: _HeldSignals) -> Iterator[_HeldSignals]:
     """Hold Ctrl-C and SIGTERM while a child starts, to deliver after it is registered.
 
     Otherwise an interrupt inside Popen (it waits for the exec) loses the child: it
     runs on, unregistered, and nothing stops it.
     """
-    held = _HeldSignals()
     if threading.current_thread() is not threading.main_thread():
         yield held
         return
@@ -267,7 +288,7 @@ def run(
         raise
     if done is None:
         done = child.stop(grace_s)
-        return Finished(**{**done.__dict__, "timed_out": True})
+        return dataclasses.replace(done, timed_out=True)
     return done
 
 

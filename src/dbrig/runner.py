@@ -62,11 +62,12 @@ def preflight(plan: Plan, out: Path | None = None) -> Toolbox:
     needs_stress = False
     for cell in plan.cells:
         try:
-            workload_for(cell.scenario.workload).run_argv(_placeholder_endpoint(), binary, 0)
-            if cell.scenario.warmup:
-                workload_for(cell.scenario.workload).run_argv(
-                    _placeholder_endpoint(), binary, cell.scenario.warmup
-                )
+            # Building the command is where a driver refuses what its tool cannot do.
+            workload = workload_for(cell.scenario.workload)
+            spec = cell.scenario.server_specs[cell.server]
+            workload.run_argv(
+                display_endpoint(spec, workload.database), binary, cell.scenario.warmup
+            )
             params = cell.scenario.interference.stress_ng
             if params is not None and params.active:
                 stress_ng.validate_for_host(params, cpu_count)
@@ -121,13 +122,23 @@ def datadir_device(where: Path) -> system.BlockDevice | None:
 
     Read-only: ``where`` may not exist yet, and preflight must create nothing.
     """
-    device = dd.filesystem_of(where).get("device", "")
-    name = dd.block_device_name(device) if device else None
+    name = dd.block_device_of(where)
     return system.BlockDevice(name) if name else None
 
 
-def _placeholder_endpoint() -> Endpoint:
-    return Endpoint(user="root", database="sbtest", socket="/tmp/dbrig-XXXX/mysqld.sock")
+def display_endpoint(spec: ManagedServer | ExternalServer, database: str) -> Endpoint:
+    """Where a cell's tool would connect, for checks and --dry-run (no secrets, no sockets)."""
+    if isinstance(spec, ExternalServer):
+        secret = spec.password_env or spec.defaults_file
+        return Endpoint(
+            user=spec.user,
+            database=database,
+            socket=spec.socket,
+            host=None if spec.socket else spec.host,
+            port=None if spec.socket else spec.port,
+            client_options_file=Path("<0600 option file>") if secret else None,
+        )
+    return Endpoint(user="root", database=database, socket="<sandbox>/mysqld.sock")
 
 
 # -- progress --------------------------------------------------------------------------
@@ -377,11 +388,10 @@ def pending_trials(plan: Plan, run: store.RunDir, *, retry_failed: bool) -> list
 
 def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
     """For ``--dry-run``: each cell's factors and the exact commands it would run."""
-    socket_hint = "<sandbox>/mysqld.sock"
     for cell in plan.cells:
         workload = workload_for(cell.scenario.workload)
         binary = Path(workload.info.binaries[0])
-        endpoint = _endpoint_for_display(workload.database, socket_hint)
+        endpoint = display_endpoint(cell.scenario.server_specs[cell.server], workload.database)
         yield f"{cell.id} [{cell.server}] {cell.label(short_names)}"
         prepare = workload.prepare_argv(endpoint, binary)
         if prepare:
@@ -404,7 +414,3 @@ def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
             yield "  system: " + ", ".join(
                 f"{k}={v}" for k, v in settings.model_dump(exclude_defaults=True).items()
             )
-
-
-def _endpoint_for_display(database: str, socket_path: str) -> Endpoint:
-    return Endpoint(user="root", database=database, socket=socket_path)

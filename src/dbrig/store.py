@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import fcntl
 import json
 import os
 import shutil
@@ -104,6 +105,28 @@ class RunDir:
                 f"understands ({FORMAT_VERSION}): upgrade dbrig"
             )
         return run
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run for this process: a --resume of a run still running is refused, since
+        both would restore and start servers on the same datadirs."""
+        handle = open(self.path / ".lock", "a+")  # noqa: SIM115 - held for the whole block
+        try:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "?"
+                raise ConfigError(
+                    f"{self.path}: another dbrig (pid {holder}) is running this run"
+                ) from None
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
+            yield
+        finally:
+            handle.close()
 
     # -- run.json -----------------------------------------------------------------
 

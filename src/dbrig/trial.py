@@ -10,6 +10,7 @@ a :class:`TrialRecord`. The runner decides the order and saves the record.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import time
 from collections.abc import Iterator
@@ -157,7 +158,7 @@ class TrialExecutor:
             if abort or time.monotonic() >= deadline:
                 finished = child.stop(grace_s=5)
                 if not abort:
-                    finished = proc.Finished(**{**finished.__dict__, "timed_out": True})
+                    finished = dataclasses.replace(finished, timed_out=True)
                 return finished, abort
 
     def _abort_reason(self, stress: StressHandle | None, samplers: list) -> str | None:
@@ -178,7 +179,9 @@ class TrialExecutor:
             yield None
             return
         assert self.context.stress_ng_binary is not None
-        limit = int((expected or self.context.events_timeout_s) * 1.5 + 60)
+        # Only a safety net should dbrig die: longer than the workload's own deadline, so
+        # an overrunning workload is reported as such, not as "stress-ng exited early".
+        limit = int((expected or self.context.events_timeout_s) * 2 + 120)
         handle = StressHandle(params, self.context.stress_ng_binary, self.folder, limit)
         self.record.commands.append(handle.argv)
         handle.start()

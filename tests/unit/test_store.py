@@ -273,3 +273,32 @@ def test_create_refuses_an_out_that_is_a_file(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(ConfigError, match="is a file, expected a directory"):
         RunDir.create(tmp_path / "file", "x", dt.datetime(2026, 1, 1))
+
+
+def test_a_run_held_by_another_process_is_refused(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    run = RunDir.create(tmp_path, "locked", dt.datetime(2026, 1, 1))
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time; f = open(sys.argv[1], 'a+'); "
+            "fcntl.flock(f, fcntl.LOCK_EX); f.write('4242'); f.flush(); print('held', flush=True); "
+            "time.sleep(30)",
+            str(run.path / ".lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        refused = pytest.raises(ConfigError, match=r"another dbrig \(pid 4242\) is running this")
+        with refused, run.lock():
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with run.lock():  # free again once the holder is gone
+        assert (run.path / ".lock").read_text().strip().isdigit()

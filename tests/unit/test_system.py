@@ -53,3 +53,17 @@ def test_read_ahead_is_read_from_the_queue(tmp_path: Path) -> None:
 def test_settings_reject_unknown_keys() -> None:
     with pytest.raises(ValueError):
         SystemSettings.model_validate({"io_sched": "none"})
+
+
+def test_the_block_device_is_found_from_the_path_itself() -> None:
+    import os
+
+    from dbrig.server import datadir as dd
+
+    here = dd.block_device_of(Path(__file__))
+    if here is None:
+        pytest.skip("the tests do not live on a block device here")
+    assert Path(f"/sys/block/{here}").exists()
+    # A path that does not exist yet is looked up through its nearest existing parent.
+    assert dd.block_device_of(Path(__file__).parent / "not" / "yet") == here
+    assert dd.block_device_of(Path("/proc")) is None or os.major(os.stat("/proc").st_dev) != 0

@@ -171,6 +171,24 @@ def block_device_name(device: str) -> str | None:
     return resolved.parent.name if (resolved / "partition").exists() else resolved.name
 
 
+def block_device_of(path: Path) -> str | None:
+    """The /sys/block name of the device holding ``path``, from the path's own st_dev.
+
+    Works where the mount source is not a /dev name of its own (``/dev/root``,
+    ``/dev/mapper/vg-lv``: LVM gives ``dm-0``); falls back to the mount's source.
+    """
+    path = path.absolute()
+    while not path.exists():
+        path = path.parent
+    dev = os.stat(path).st_dev
+    sys_dev = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+    if os.major(dev) and sys_dev.exists():
+        resolved = sys_dev.resolve()
+        return resolved.parent.name if (resolved / "partition").exists() else resolved.name
+    source = filesystem_of(path).get("device", "")
+    return block_device_name(source) if source else None
+
+
 def io_scheduler(block_device: str | None) -> str | None:
     """The active I/O scheduler of a block device (the bracketed entry), if readable."""
     if not block_device:

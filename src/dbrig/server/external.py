@@ -110,7 +110,8 @@ class ExternalConnection:
         """One-line error naming host and port (never the password) when it does not answer."""
         try:
             self.connect().close()
-        except pymysql.err.OperationalError as exc:
+        except pymysql.err.Error as exc:  # not only OperationalError: a non-MySQL port
+            # answers with garbage (InternalError: packet sequence number wrong)
             code = exc.args[0] if exc.args else None
             if code == ACCESS_DENIED:
                 source = self.spec.password_env or self.spec.defaults_file or "no password given"

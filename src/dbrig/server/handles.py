@@ -260,7 +260,7 @@ class ExternalServerHandle:
         self.home = home
         self.connection = ExternalConnection(name, spec)
         self.info: dict[str, Any] = {}
-        self._prepared: set[str] = set()
+        self._loaded: dict[str, str] = {}  # database -> the data set in it now
 
     def check_reachable(self) -> None:
         self.connection.check_reachable()
@@ -287,12 +287,14 @@ class ExternalServerHandle:
             with contextlib.closing(self.connect()) as conn:
                 self.info = {"kind": "external", **server_info(conn), **self.connection.describe()}
         _, digest = data_key(workload)
-        fresh = digest not in self._prepared
-        if not spec.prepare or (spec.reset == "none" and not fresh):
+        # All data sets of a run share the workload's database: what matters is which one
+        # is loaded there now, not whether it was ever loaded.
+        loaded = self._loaded.get(workload.database) == digest
+        if not spec.prepare or (spec.reset == "none" and loaded):
             return {}
         started = time.monotonic()
         self._reprepare(workload, binary)
-        self._prepared.add(digest)
+        self._loaded[workload.database] = digest
         return {"reset_s": time.monotonic() - started}
 
     def _reprepare(self, workload: Workload, binary: Path) -> None:
