@@ -23,7 +23,16 @@ from rich.table import Table
 
 from dbrig import __version__, doctor, proc, runner, scenario, store, summary
 from dbrig.commands import compare_command, history_command
-from dbrig.errors import EXIT_CELLS_FAILED, EXIT_OK, ConfigError, DbrigError, Interrupted
+from dbrig.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_BUG,
+    EXIT_CELLS_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    ConfigError,
+    DbrigError,
+    Interrupted,
+)
 from dbrig.report import RunWarning, run_warnings, write_report
 
 # Off a terminal (CI logs, pipes) rich would wrap tables at 80 columns.
@@ -289,37 +298,36 @@ cli.add_command(history_command)
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The one error boundary: every way out stops every child first, then sets the code."""
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        code = _run_cli(argv, debug)
+    finally:
+        proc.stop_all()
+    sys.exit(code)
+
+
+def _run_cli(argv: list[str] | None, debug: bool) -> int:
     try:
         cli.main(args=argv, prog_name="dbrig", standalone_mode=False)
     except DbrigError as exc:
-        proc.stop_all()
         if debug:
             traceback.print_exc()
         _line(err_console, f"dbrig: error: {exc}")
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        proc.stop_all()
+        return exc.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt):
         err_console.print("dbrig: interrupted")
-        sys.exit(130)
+        return EXIT_INTERRUPTED
     except click.UsageError as exc:
         command = exc.ctx.command_path if exc.ctx else "dbrig"
-        err_console.print(
-            f"dbrig: error: {exc.format_message()} (see: {command} --help)", markup=False
-        )
-        sys.exit(2)
+        _line(err_console, f"dbrig: error: {exc.format_message()} (see: {command} --help)")
+        return EXIT_BAD_INPUT
     except click.ClickException as exc:
         exc.show()
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        proc.stop_all()
-        err_console.print("dbrig: interrupted")
-        sys.exit(130)
-    except SystemExit:
-        proc.stop_all()
-        raise
+        return exc.exit_code
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
     except Exception:
-        proc.stop_all()
         if debug:
             raise
         _line(
@@ -327,9 +335,8 @@ def main(argv: list[str] | None = None) -> None:
             "dbrig: internal error (a bug): "
             f"{traceback.format_exc().strip().splitlines()[-1]}; rerun with --debug",
         )
-        sys.exit(70)
-    proc.stop_all()
-    sys.exit(EXIT_OK)
+        return EXIT_BUG
+    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

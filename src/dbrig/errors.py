@@ -13,6 +13,7 @@ Exit codes (documented in docs/cli.md):
 2     bad input: scenario file, flag, missing tool or binary, unusable path
 3     the environment failed at run time: the server did not start, a
       restore failed, the disk filled
+70    an internal error (a bug): rerun with --debug for the traceback
 130   interrupted (Ctrl-C or SIGTERM); finished cells are saved
 ====  =====================================================================
 """
@@ -23,6 +24,7 @@ EXIT_OK = 0
 EXIT_CELLS_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_RUNTIME = 3
+EXIT_BUG = 70
 EXIT_INTERRUPTED = 130
 
 
