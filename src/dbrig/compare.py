@@ -557,20 +557,17 @@ def compare_runs(
         base.meta, candidate.meta, pairs, ignore_variables=_factor_variables(factors)
     )
     settings = _Settings(threshold, alpha, allow_env_diff)
-    rows = [
-        _compare_cell(
-            candidate.label,
-            key,
-            cell_label(factors, key, labels),
-            factors,
-            (base_cells[key], cand_cells[key]),
-            metric,
-            settings,
-            _blocking(differences, base_cells[key].server, cand_cells[key].server),
-        )
-        for key in common
-        for metric in chosen
-    ]
+    rows = _rows(
+        candidate.label,
+        common,
+        chosen,
+        factors,
+        labels,
+        base_cells,
+        cand_cells,
+        settings,
+        differences,
+    )
     return CompareReport(
         baseline=base.label,
         candidates=(candidate.label,),
@@ -655,20 +652,9 @@ def compare_groups(
             for k in cand_cells
             if k not in base_cells
         ]
-        rows += [
-            _compare_cell(
-                names[value],
-                key,
-                cell_label(others, key, labels),
-                others,
-                (base_cells[key], cand_cells[key]),
-                metric,
-                settings,
-                _blocking(found, base_cells[key].server, cand_cells[key].server),
-            )
-            for key in common
-            for metric in chosen
-        ]
+        rows += _rows(
+            names[value], common, chosen, others, labels, base_cells, cand_cells, settings, found
+        )
     if not rows:
         raise ConfigError(f"--by {by}: the groups of {run.label} have no cell in common")
     return CompareReport(
@@ -685,6 +671,34 @@ def compare_groups(
         only_baseline=tuple(sorted(only_base)),
         only_candidate=tuple(only_cand),
     )
+
+
+def _rows(
+    candidate: str,
+    common: list[tuple],
+    metrics: Sequence[str],
+    factors: Sequence[str],
+    labels: Mapping[str, str],
+    base_cells: Mapping[tuple, Any],
+    cand_cells: Mapping[tuple, Any],
+    settings: _Settings,
+    differences: Sequence[EnvDifference],
+) -> list[Row]:
+    """One row per common cell and metric: the comparison, blocked by unexplained env diffs."""
+    return [
+        _compare_cell(
+            candidate,
+            key,
+            cell_label(factors, key, labels),
+            factors,
+            (base_cells[key], cand_cells[key]),
+            metric,
+            settings,
+            _blocking(differences, base_cells[key].server, cand_cells[key].server),
+        )
+        for key in common
+        for metric in metrics
+    ]
 
 
 def _split_on(run: RunInput, by: str, baseline: str | None) -> tuple[str, str, list[str]]:
