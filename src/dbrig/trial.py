@@ -28,6 +28,8 @@ from dbrig.system import SystemState
 from dbrig.tools import stress_ng
 from dbrig.workloads import Outcome, workload_for
 
+OUTPUT_TAIL_LINES = 20  # of the tool's output, kept in trial.json when a trial fails
+
 
 @dataclass(frozen=True)
 class TrialContext:
@@ -51,6 +53,7 @@ class TrialRecord:
     effective_config: dict[str, Any] = field(default_factory=dict)
     system: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    output_tail: list[str] = field(default_factory=list)
     started_at: str = ""
 
     def fail(self, reason: str) -> None:
@@ -75,6 +78,7 @@ class TrialRecord:
             "effective_config": self.effective_config,
             "system": self.system,
             "warnings": self.warnings,
+            "output_tail": self.output_tail,
             "commands": [proc.redact(c) for c in self.commands],
         }
 
@@ -134,6 +138,8 @@ class TrialExecutor:
             child = proc.spawn(argv, stdout=out, merge_stderr=True)
             self._workload_pid = child.pid
             finished, abort = self._watch(child, timeout, stress, samplers)
+            # The tool may notice first ("lost connection"); the cause is the server's death.
+            abort = abort or self.server.died()
         self.record.timings["workload_s"] = finished.wall_s
         self.record.metrics["client_user_cpu_s"] = finished.user_cpu_s
         self.record.metrics["client_sys_cpu_s"] = finished.sys_cpu_s
@@ -145,6 +151,9 @@ class TrialExecutor:
             self.record.fail(f"{self.workload.info.name} did not finish within {timeout:.0f} s")
         elif outcome.reason:
             self.record.fail(outcome.reason)
+        if self.record.status != "ok":
+            lines = out.read_text(errors="replace").splitlines()
+            self.record.output_tail = lines[-OUTPUT_TAIL_LINES:]
 
     def _watch(
         self, child: proc.Child, timeout: float, stress: StressHandle | None, samplers: list
