@@ -7,8 +7,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.dbrig-installed
 SYSTEM_PACKAGES := mariadb-server mariadb-client sysbench stress-ng
-# Debian's chromium opens the HTML report in the browser test (no browser download).
-TEST_PACKAGES := chromium
+# chromium opens the HTML report in the browser test (no browser download); xfsprogs
+# makes an XFS loop mount for the reflink test.
+TEST_PACKAGES := chromium xfsprogs
 
 .PHONY: demo test lint system-packages test-packages clean
 

@@ -59,9 +59,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--tables", type=int, default=4)
     ap.add_argument("--table-size", type=int, default=50000)
+    ap.add_argument(
+        "--dir", type=Path, default=None, help="work directory (put it on XFS/btrfs for reflink)"
+    )
     args = ap.parse_args()
     p = sysbench.SysbenchParams(tables=args.tables, table_size=args.table_size, threads=2)
-    with tempfile.TemporaryDirectory(prefix="dbrig-restore-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="dbrig-restore-", dir=args.dir) as tmp:
         work = Path(tmp)
         box = Sandbox("bench", find_server(), work / "server")
         try:
