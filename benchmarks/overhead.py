@@ -53,12 +53,12 @@ def prepare(work: Path, p: sysbench.SysbenchParams) -> tuple[Sandbox, Path]:
         sys.exit("prepare failed: see " + str(work / "prepare.out"))
     box.stop()
     snapshot = work / "snapshot"
-    dd.snapshot(box.datadir, snapshot, reflink=False)
+    dd.snapshot(box.datadir, snapshot)
     return box, snapshot
 
 
 def bare_tps(box: Sandbox, snapshot: Path, p: sysbench.SysbenchParams, work: Path) -> float:
-    dd.restore(snapshot, box.datadir, reflink=False)
+    dd.restore(snapshot, box.datadir)
     box.start(CONFIG)
     try:
         out = work / "bare.out"

@@ -29,12 +29,11 @@ from dbrig.server.sandbox import Sandbox
 from dbrig.stats import summarize
 from dbrig.tools import sysbench
 
-REFLINK = False  # probed once in main(), as the runner does
 CONFIG = {"innodb_buffer_pool_size": "128M", "innodb_log_file_size": "48M"}
 
 
 def dbrig_restore(snapshot: Path, datadir: Path) -> float:
-    return dd.restore(snapshot, datadir, reflink=REFLINK).seconds
+    return dd.restore(snapshot, datadir).seconds
 
 
 def shell_restore(snapshot: Path, datadir: Path) -> float:
@@ -76,11 +75,9 @@ def main() -> None:
                 sys.exit("prepare failed")
             box.stop()
             snapshot = work / "snapshot"
-            dd.snapshot(box.datadir, snapshot, reflink=False)
+            dd.snapshot(box.datadir, snapshot)
             size_mb = sum(f.stat().st_size for f in snapshot.rglob("*") if f.is_file()) / 2**20
-            global REFLINK
-            REFLINK = dd.supports_reflink(work)
-            print(f"datadir {size_mb:.0f} MiB, reflink: {REFLINK}")
+            print(f"datadir {size_mb:.0f} MiB, reflink: {dd.supports_reflink(work)}")
             times: dict[str, list[float]] = {"dbrig": [], "rm+cp": []}
             methods = {"dbrig": dbrig_restore, "rm+cp": shell_restore}
             for i in range(args.rounds):

@@ -51,7 +51,7 @@ def test_a_restore_brings_back_the_snapshot_exactly(tmp_path: Path) -> None:
         sandbox.start(TINY_CONFIG)
         prepare_sysbench_data(sandbox, tmp_path / "prepare.out")
         sandbox.stop()
-        dd.snapshot(sandbox.datadir, snapshot, reflink=False)
+        dd.snapshot(sandbox.datadir, snapshot)
 
         sandbox.start(TINY_CONFIG)
         at_snapshot = table_state(sandbox)
@@ -65,7 +65,7 @@ def test_a_restore_brings_back_the_snapshot_exactly(tmp_path: Path) -> None:
         assert table_state(sandbox) != at_snapshot
         sandbox.stop()
 
-        dd.restore(snapshot, sandbox.datadir, reflink=False)
+        dd.restore(snapshot, sandbox.datadir)
         sandbox.start(TINY_CONFIG)
         assert table_state(sandbox) == at_snapshot
         with contextlib.closing(sandbox.connect("sbtest")) as conn, conn.cursor() as cur:
@@ -95,13 +95,13 @@ def test_restore_and_remove_refuse_a_directory_without_the_marker(tmp_path: Path
     (snapshot / "ibdata1").write_bytes(b"from the snapshot")
 
     with pytest.raises(UnsafePathError) as restoring:
-        dd.restore(snapshot, foreign, reflink=False)
+        dd.restore(snapshot, foreign)
     with pytest.raises(UnsafePathError) as removing:
         dd.remove_owned(foreign)
     with pytest.raises(UnsafePathError):
-        dd.restore(foreign, tmp_path / "restored-from-foreign", reflink=False)
+        dd.restore(foreign, tmp_path / "restored-from-foreign")
     with pytest.raises(UnsafePathError):
-        dd.snapshot(foreign, tmp_path / "snapshot-of-foreign", reflink=False)
+        dd.snapshot(foreign, tmp_path / "snapshot-of-foreign")
     with pytest.raises(UnsafePathError):
         dd.mark_owned(foreign, role="datadir")
 
@@ -158,13 +158,13 @@ def test_a_copy_cut_short_by_ctrl_c_never_blocks_the_next_one(
     fill(datadir)
     expected = listing(datadir)
 
-    if interrupted_at(delay_s, lambda: dd.snapshot(datadir, snapshot, reflink=False)):
+    if interrupted_at(delay_s, lambda: dd.snapshot(datadir, snapshot)):
         assert not snapshot.exists() or listing(snapshot) == expected
     if not snapshot.exists():
-        dd.snapshot(datadir, snapshot, reflink=False)
+        dd.snapshot(datadir, snapshot)
     assert listing(snapshot) == expected
 
     (datadir / "file000").write_bytes(b"changed after the snapshot")
-    interrupted_at(delay_s, lambda: dd.restore(snapshot, datadir, reflink=False))
-    dd.restore(snapshot, datadir, reflink=False)
+    interrupted_at(delay_s, lambda: dd.restore(snapshot, datadir))
+    dd.restore(snapshot, datadir)
     assert listing(datadir) == expected

@@ -35,9 +35,13 @@ def xfs_mount() -> Iterator[Path]:
     with open(image, "wb") as handle:
         handle.truncate(1 << 30)
     made = subprocess.run(["mkfs.xfs", "-q", "-m", "reflink=1", str(image)], capture_output=True)
-    mounted = made.returncode == 0 and (
-        subprocess.run(["mount", "-o", "loop", str(image), str(mount)], capture_output=True)
-    ).returncode == 0
+    mounted = (
+        made.returncode == 0
+        and (
+            subprocess.run(["mount", "-o", "loop", str(image), str(mount)], capture_output=True)
+        ).returncode
+        == 0
+    )
     if not mounted:
         shutil.rmtree(work, ignore_errors=True)
         pytest.skip("cannot mount a loop device here")

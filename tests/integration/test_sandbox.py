@@ -28,7 +28,7 @@ def initialised_datadir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def sandbox_from(template: Path, home: Path, **kwargs) -> Sandbox:
     sandbox = Sandbox("it", find_server(), home, **kwargs)
-    dd.copy_tree(template, sandbox.datadir, reflink=False)
+    dd.copy_tree(template, sandbox.datadir)
     return sandbox
 
 

@@ -60,10 +60,9 @@ def remove_owned(path: Path) -> None:
 @dataclass(frozen=True)
 class CopyTiming:
     seconds: float
-    method: str  # "reflink" or "copy"
 
 
-def copy_tree(src: Path, dst: Path, *, reflink: bool) -> CopyTiming:
+def copy_tree(src: Path, dst: Path) -> CopyTiming:
     """Copy ``src`` to a new directory ``dst`` preserving everything (``cp -a``).
 
     ``dst`` is marked before the copy starts, so a copy cut short (Ctrl-C) is still
@@ -80,10 +79,10 @@ def copy_tree(src: Path, dst: Path, *, reflink: bool) -> CopyTiming:
     )
     if done.returncode != 0:
         raise ServerError(f"copying {src} to {dst} failed (cp exit {done.returncode})")
-    return CopyTiming(time.monotonic() - started, "reflink" if reflink else "copy")
+    return CopyTiming(time.monotonic() - started)
 
 
-def snapshot(datadir: Path, snapshot_dir: Path, *, reflink: bool) -> CopyTiming:
+def snapshot(datadir: Path, snapshot_dir: Path) -> CopyTiming:
     """Copy a stopped server's datadir to ``snapshot_dir`` (both end up marked).
 
     The copy is made under a sibling name and renamed when complete, so a
@@ -94,12 +93,12 @@ def snapshot(datadir: Path, snapshot_dir: Path, *, reflink: bool) -> CopyTiming:
         raise UnsafePathError(f"{snapshot_dir} exists: refusing to copy over it")
     staging = snapshot_dir.with_name(snapshot_dir.name + ".copying")
     remove_owned(staging)
-    timing = copy_tree(datadir, staging, reflink=reflink)
+    timing = copy_tree(datadir, staging)
     staging.rename(snapshot_dir)
     return timing
 
 
-def restore(snapshot_dir: Path, datadir: Path, *, reflink: bool) -> CopyTiming:
+def restore(snapshot_dir: Path, datadir: Path) -> CopyTiming:
     """Make ``datadir`` an exact copy of ``snapshot_dir``.
 
     The copy goes to a sibling first and is swapped in by rename, so an
@@ -111,7 +110,7 @@ def restore(snapshot_dir: Path, datadir: Path, *, reflink: bool) -> CopyTiming:
     started = time.monotonic()
     staging = datadir.with_name(datadir.name + ".restoring")
     remove_owned(staging)
-    copy_tree(snapshot_dir, staging, reflink=reflink)
+    copy_tree(snapshot_dir, staging)
     if datadir.exists():
         doomed = datadir.with_name(datadir.name + ".old")
         if doomed.exists():
@@ -121,7 +120,7 @@ def restore(snapshot_dir: Path, datadir: Path, *, reflink: bool) -> CopyTiming:
         remove_owned(doomed)
     else:
         staging.rename(datadir)
-    return CopyTiming(time.monotonic() - started, "reflink" if reflink else "copy")
+    return CopyTiming(time.monotonic() - started)
 
 
 def supports_reflink(directory: Path) -> bool:

@@ -129,7 +129,6 @@ class ManagedServerHandle:
         )
         self.home = home
         self.snapshots = home / "snapshots"
-        self.reflink = False
         self.info: dict[str, Any] = {}
 
     @property
@@ -159,7 +158,7 @@ class ManagedServerHandle:
         """Restore the workload's data set and start with the cell's own server block."""
         snapshot = self._snapshot_for(workload, binary)
         self.sandbox.stop()
-        restored = dd.restore(snapshot, self.sandbox.datadir, reflink=self.reflink)
+        restored = dd.restore(snapshot, self.sandbox.datadir)
         before_start()
         return {"restore_s": restored.seconds, **self.start(spec)}
 
@@ -205,7 +204,7 @@ class ManagedServerHandle:
         self._use(self.spec)
         config = dict(self.spec.config)
         base = self._base_snapshot(workload.database, config)
-        dd.restore(base, self.sandbox.datadir, reflink=self.reflink)
+        dd.restore(base, self.sandbox.datadir)
         argv = workload.prepare_argv(self.sandbox.endpoint(workload.database), binary)
         if argv:
             self.sandbox.start(config)
@@ -214,7 +213,7 @@ class ManagedServerHandle:
                 run_prepare(self.name, argv, self.home / "prepare.out")
             finally:
                 self.sandbox.stop()
-        dd.snapshot(self.sandbox.datadir, target, reflink=self.reflink)
+        dd.snapshot(self.sandbox.datadir, target)
         (target.parent / f"{target.name}.json").write_text(json.dumps({"key": key}, default=str))
         return target
 
@@ -223,7 +222,6 @@ class ManagedServerHandle:
         if base.exists():
             return base
         self.home.mkdir(parents=True, exist_ok=True)
-        self.reflink = dd.supports_reflink(self.home)
         dd.remove_owned(self.sandbox.datadir)  # left by an attempt that failed or was interrupted
         self.sandbox.initialize()
         self.sandbox.start(config)
@@ -232,7 +230,7 @@ class ManagedServerHandle:
             self.info = self._server_info()
         finally:
             self.sandbox.stop()
-        dd.snapshot(self.sandbox.datadir, base, reflink=self.reflink)
+        dd.snapshot(self.sandbox.datadir, base)
         return base
 
     def _server_info(self) -> dict[str, Any]:
