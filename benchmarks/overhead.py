@@ -96,6 +96,8 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=8)
     ap.add_argument("--time", type=int, default=10, help="seconds per sysbench run")
     args = ap.parse_args()
+    if args.pairs < 2:
+        ap.error("--pairs: at least 2 (a spread needs two)")
     p = params(args.time)
     with tempfile.TemporaryDirectory(prefix="dbrig-overhead-") as tmp:
         work = Path(tmp)

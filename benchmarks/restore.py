@@ -62,6 +62,8 @@ def main() -> None:
         "--dir", type=Path, default=None, help="work directory (put it on XFS/btrfs for reflink)"
     )
     args = ap.parse_args()
+    if args.rounds < 2:
+        ap.error("--rounds: at least 2 (a spread needs two)")
     p = sysbench.SysbenchParams(tables=args.tables, table_size=args.table_size, threads=2)
     with tempfile.TemporaryDirectory(prefix="dbrig-restore-", dir=args.dir) as tmp:
         work = Path(tmp)
