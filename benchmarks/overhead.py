@@ -26,10 +26,10 @@ from pathlib import Path
 import yaml
 
 from dbrig import proc
+from dbrig.analysis.stats import summarize
 from dbrig.server import datadir as dd
 from dbrig.server.binary import find_server
 from dbrig.server.sandbox import Sandbox
-from dbrig.stats import summarize
 from dbrig.tools import sysbench
 
 CONFIG = {"innodb_buffer_pool_size": "128M", "innodb_log_file_size": "32M"}

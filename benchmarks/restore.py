@@ -23,10 +23,11 @@ import time
 from pathlib import Path
 
 from dbrig import proc
+from dbrig.analysis.stats import summarize
+from dbrig.host import probe
 from dbrig.server import datadir as dd
 from dbrig.server.binary import find_server
 from dbrig.server.sandbox import Sandbox
-from dbrig.stats import summarize
 from dbrig.tools import sysbench
 
 CONFIG = {"innodb_buffer_pool_size": "128M", "innodb_log_file_size": "48M"}
@@ -79,7 +80,7 @@ def main() -> None:
             snapshot = work / "snapshot"
             dd.snapshot(box.datadir, snapshot)
             size_mb = sum(f.stat().st_size for f in snapshot.rglob("*") if f.is_file()) / 2**20
-            print(f"datadir {size_mb:.0f} MiB, reflink: {dd.supports_reflink(work)}")
+            print(f"datadir {size_mb:.0f} MiB, reflink: {probe.supports_reflink(work)}")
             times: dict[str, list[float]] = {"dbrig": [], "rm+cp": []}
             methods = {"dbrig": dbrig_restore, "rm+cp": shell_restore}
             for i in range(args.rounds):

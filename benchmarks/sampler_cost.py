@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from dbrig import stats
+from dbrig.analysis import stats
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -24,7 +24,7 @@ import yaml
 
 from dbrig import store
 from dbrig.cli import main
-from dbrig.server.datadir import MARKER
+from dbrig.ownership import MARKER
 
 LEAK_TAG = "DBRIG_INTEGRATION_TEST"
 DBRIG = Path(sys.executable).with_name("dbrig")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dbrig import proc
+from dbrig import ownership, proc
 from dbrig.errors import UnsafePathError
 from dbrig.server import datadir as dd
 from dbrig.server.binary import find_server
@@ -74,7 +74,7 @@ def test_a_restore_brings_back_the_snapshot_exactly(tmp_path: Path) -> None:
     finally:
         sandbox.close()
 
-    assert dd.is_owned(sandbox.datadir) and dd.is_owned(snapshot)
+    assert ownership.is_owned(sandbox.datadir) and ownership.is_owned(snapshot)
     siblings = {p.name for p in sandbox.home.iterdir()}
     assert "datadir.restoring" not in siblings and "datadir.old" not in siblings
 
@@ -91,24 +91,24 @@ def test_restore_and_remove_refuse_a_directory_without_the_marker(tmp_path: Path
     (foreign / "mysql" / "user.MAD").write_bytes(b"accounts")
     before = listing(foreign)
     snapshot = tmp_path / "snapshot"
-    dd.mark_owned(snapshot, role="snapshot")
+    ownership.mark_owned(snapshot, role="snapshot")
     (snapshot / "ibdata1").write_bytes(b"from the snapshot")
 
     with pytest.raises(UnsafePathError) as restoring:
         dd.restore(snapshot, foreign)
     with pytest.raises(UnsafePathError) as removing:
-        dd.remove_owned(foreign)
+        ownership.remove_owned(foreign)
     with pytest.raises(UnsafePathError):
         dd.restore(foreign, tmp_path / "restored-from-foreign")
     with pytest.raises(UnsafePathError):
         dd.snapshot(foreign, tmp_path / "snapshot-of-foreign")
     with pytest.raises(UnsafePathError):
-        dd.mark_owned(foreign, role="datadir")
+        ownership.mark_owned(foreign, role="datadir")
 
     for raised in (restoring, removing):
-        assert str(foreign) in str(raised.value) and dd.MARKER in str(raised.value)
+        assert str(foreign) in str(raised.value) and ownership.MARKER in str(raised.value)
     assert listing(foreign) == before
-    assert not dd.is_owned(foreign)
+    assert not ownership.is_owned(foreign)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["snapshot", "somebody-elses-datadir"]
 
 
@@ -154,7 +154,7 @@ def test_a_copy_cut_short_by_ctrl_c_never_blocks_the_next_one(
 ) -> None:
     """Whenever Ctrl-C lands, the next snapshot and restore work and are exact."""
     datadir, snapshot = tmp_path / "datadir", tmp_path / "snapshots" / "data"
-    dd.mark_owned(datadir, role="datadir")
+    ownership.mark_owned(datadir, role="datadir")
     fill(datadir)
     expected = listing(datadir)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from dbrig.endpoint import Endpoint
 from dbrig.tools import sysbench
-from dbrig.tools.base import Endpoint
 from tests.integration.helpers import (
     assert_complete_run,
     only_run_dir,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from dbrig import ownership
 from dbrig.errors import ConfigError, ServerError
 from dbrig.server import datadir as dd
 from dbrig.server import sandbox as sandbox_module
@@ -42,7 +43,7 @@ def query(sandbox: Sandbox, sql: str) -> tuple:
 def test_a_sandbox_initialises_starts_answers_and_stops(tmp_path: Path) -> None:
     sandbox = Sandbox("life", find_server(), tmp_path / "server")
     sandbox.initialize()
-    assert dd.is_owned(sandbox.datadir)
+    assert ownership.is_owned(sandbox.datadir)
     assert (sandbox.datadir / "mysql").is_dir()
     try:
         sandbox.start(TINY_CONFIG)

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from dbrig.server import datadir as dd
-from dbrig.system import BlockDevice, SystemSettings, SystemState
+from dbrig.host import probe
+from dbrig.host.settings import BlockDevice, SystemSettings, SystemState
 
 pytestmark = pytest.mark.integration
 
 
 def _device() -> BlockDevice:
-    name = dd.block_device_name(dd.filesystem_of(Path.cwd()).get("device", ""))
+    name = probe.block_device_name(probe.filesystem_of(Path.cwd()).get("device", ""))
     if not name:
         pytest.skip("the work directory is not on a block device with a /sys/block queue")
     device = BlockDevice(name)

@@ -161,7 +161,7 @@ def _saved_run(tmp_path: Path, cores: int) -> Path:
 
 
 def test_resume_sizes_nproc_by_the_saved_host_not_this_one(tmp_path: Path) -> None:
-    from dbrig.cli import _resume_plan
+    from dbrig.commands.run import resume_plan as _resume_plan
 
     _, plan = _resume_plan(_saved_run(tmp_path, cores=5))
     cpus = {c.factor_dict["interference.stress-ng.cpu"] for c in plan.cells}
@@ -171,7 +171,7 @@ def test_resume_sizes_nproc_by_the_saved_host_not_this_one(tmp_path: Path) -> No
 def test_resume_refuses_a_run_whose_cells_no_longer_match(tmp_path: Path) -> None:
     import json
 
-    from dbrig.cli import _resume_plan
+    from dbrig.commands.run import resume_plan as _resume_plan
     from dbrig.errors import ConfigError
 
     path = _saved_run(tmp_path, cores=2)

@@ -1,4 +1,7 @@
-"""dbrig.compare on real saved runs and their synthetic variants (tests/fixtures/runs/compare)."""
+"""dbrig.analysis.compare on real saved runs and their synthetic variants.
+
+The runs are in tests/fixtures/runs/compare.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +16,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dbrig import compare
-from dbrig import compare_output as output
+from dbrig.analysis import compare
+from dbrig.analysis.compare import RunInput, compare_groups, compare_runs, normalize_value
 from dbrig.commands._common import load_run
-from dbrig.compare import RunInput, compare_groups, compare_runs, normalize_value
 from dbrig.errors import ConfigError
+from dbrig.report import compare_text as output
 
 RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "compare"
 THREADS = "workload.sysbench.threads"

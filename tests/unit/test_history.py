@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from dbrig import history
+from dbrig.analysis import history
 from dbrig.commands.history import history_command, load_scenario_runs
 from dbrig.errors import ConfigError, DbrigError
 

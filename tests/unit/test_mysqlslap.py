@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
-from dbrig.tools.base import Endpoint
 from dbrig.tools.mysqlslap import (
     INFO,
     ROW_COLUMNS,

@@ -13,8 +13,7 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from dbrig import summary
-from dbrig.report import charts, write_report
+from dbrig.report import charts, summary, write_report
 from dbrig.report.build import REPORT_HTML, RESULTS_BY_CELL
 from dbrig.report.data import load_run, read_samples
 from dbrig.report.metrics import HEADLINE, headline_metrics
@@ -142,7 +141,7 @@ def test_the_result_table_shows_mean_and_interval_per_cell(complete_report: Path
         re.sub(r"<[^>]+>", " ", c).split() for c in re.findall(r"<td[^>]*>(.*?)</td>", rows[0])
     ]
     assert cells[:4] == [["c000"], ["1"], ["0"], ["3/3"]]
-    # TPS as the terminal table (dbrig.summary) has it: mean ±half (CV)
+    # TPS as the terminal table (dbrig.report.summary) has it: mean ±half (CV)
     data = load_run(COMPLETE)
     terminal = summary.cell_table(data.results, data.factors, data.labels)
     expected = summary.format_cell(terminal.loc[0, "tps"], "{:.1f}")

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dbrig.analysis.stats import summarize
 from dbrig.report.data import load_run
 from dbrig.report.tables import aggregate, by_cell_frame, cell_overview, metric_columns
-from dbrig.stats import summarize
 
 RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
 COMPLETE = RUNS / "small-20261121-235548"

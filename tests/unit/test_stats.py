@@ -1,4 +1,4 @@
-"""Tests for dbrig.stats: hand-checked values, simulated error rates and anchors.
+"""Tests for dbrig.analysis.stats: hand-checked values, simulated error rates and anchors.
 
 Simulations use a seeded numpy RNG and model runs as normal with a constant CV
 (multiplicative noise), mean 1000, CV 8 %: what identical 30 s sysbench runs
@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from dbrig.stats import (
+from dbrig.analysis.stats import (
     METRIC_DIRECTIONS,
     Comparison,
     Direction,

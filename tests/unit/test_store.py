@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from dbrig.errors import ConfigError
-from dbrig.runner import pending_trials
+from dbrig.ownership import MARKER
+from dbrig.run.runner import pending_trials
 from dbrig.scenario import plan_from_dict
-from dbrig.server.datadir import MARKER
 from dbrig.store import FORMAT_VERSION, TRIAL_JSON, RunDir, find_runs, results_frame
 
 NOW = dt.datetime(2026, 3, 14, 15, 9, 26)

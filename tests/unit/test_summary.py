@@ -7,12 +7,12 @@ import math
 import pandas as pd
 import pytest
 
+from dbrig.analysis.stats import summarize
 from dbrig.errors import ConfigError
-from dbrig.runner import Progress
+from dbrig.report.summary import cell_table, format_cell, markdown, pivot, render
+from dbrig.run.progress import Progress
+from dbrig.run.trial import derived_costs
 from dbrig.scenario import plan_from_dict
-from dbrig.stats import summarize
-from dbrig.summary import cell_table, format_cell, markdown, pivot, render
-from dbrig.trial import derived_costs
 
 THREADS = "workload.sysbench.threads"
 

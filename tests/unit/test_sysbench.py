@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
-from dbrig.tools.base import Endpoint
 from dbrig.tools.sysbench import (
     INFO,
     SysbenchParams,

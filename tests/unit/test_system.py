@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from dbrig.errors import ConfigError
-from dbrig.system import BlockDevice, SystemSettings, check, parse_scheduler
+from dbrig.host.settings import BlockDevice, SystemSettings, check, parse_scheduler
 
 
 def test_parse_scheduler_reads_active_and_offered() -> None:
@@ -58,12 +58,12 @@ def test_settings_reject_unknown_keys() -> None:
 def test_the_block_device_is_found_from_the_path_itself() -> None:
     import os
 
-    from dbrig.server import datadir as dd
+    from dbrig.host import probe
 
-    here = dd.block_device_of(Path(__file__))
+    here = probe.block_device_of(Path(__file__))
     if here is None:
         pytest.skip("the tests do not live on a block device here")
     assert Path(f"/sys/block/{here}").exists()
     # A path that does not exist yet is looked up through its nearest existing parent.
-    assert dd.block_device_of(Path(__file__).parent / "not" / "yet") == here
-    assert dd.block_device_of(Path("/proc")) is None or os.major(os.stat("/proc").st_dev) != 0
+    assert probe.block_device_of(Path(__file__).parent / "not" / "yet") == here
+    assert probe.block_device_of(Path("/proc")) is None or os.major(os.stat("/proc").st_dev) != 0

@@ -1,8 +1,9 @@
-"""What the compare and history commands share: opening saved runs, percent flags, consoles."""
+"""What the commands share: consoles, one-line output, opening saved runs, percent flags."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -11,8 +12,9 @@ from rich.console import Console
 from rich.text import Text
 
 from dbrig import store
-from dbrig.compare import RunInput
+from dbrig.analysis.compare import RunInput
 from dbrig.errors import ConfigError
+from dbrig.report.warnings import RunWarning
 
 
 def out_console() -> Console:
@@ -27,6 +29,12 @@ def err_console() -> Console:
 def print_line(console: Console, text: str, style: str = "") -> None:
     """One line as is: no rich markup, never wrapped, so paths and values stay whole."""
     console.print(Text(text, style=style), soft_wrap=True)
+
+
+def print_warnings(warnings: Sequence[RunWarning]) -> None:
+    console = err_console()
+    for warning in warnings:
+        print_line(console, f"warning: {warning.message}")
 
 
 def load_run(path: Path, label: str | None = None) -> RunInput:

@@ -9,8 +9,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from dbrig import compare
-from dbrig import compare_output as output
+from dbrig.analysis import compare
 from dbrig.commands._common import (
     ALPHA,
     PERCENT,
@@ -21,6 +20,7 @@ from dbrig.commands._common import (
     write_output,
 )
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError
+from dbrig.report import compare_text as output
 
 _STYLES = {
     "worse": "bold red",

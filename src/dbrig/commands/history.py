@@ -9,11 +9,12 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from dbrig import history, store
+from dbrig import store
+from dbrig.analysis import history
+from dbrig.analysis.compare import RunInput
 from dbrig.commands._common import ALPHA, PERCENT, err_console, load_run, out_console, print_line
-from dbrig.compare import RunInput
-from dbrig.compare_output import format_number
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, DbrigError
+from dbrig.report.compare_text import format_number
 
 
 @click.command("history")

@@ -1,6 +1,6 @@
 """The headline metrics of the report: column, name, unit and number format.
 
-The columns are those of :data:`dbrig.summary.HEADLINE` (the terminal table),
+The columns are those of :data:`dbrig.report.summary.HEADLINE` (the terminal table),
 with units added for headings and chart axes.
 """
 

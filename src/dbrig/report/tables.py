@@ -1,6 +1,6 @@
 """Per-cell aggregation of repetitions, vectorised with pandas.
 
-The statistics are those of :func:`dbrig.stats.summarize`, computed for every
+The statistics are those of :func:`dbrig.analysis.stats.summarize`, computed for every
 cell and metric at once (a run may have a thousand cells): only successful
 repetitions count, NaN and +/-inf are dropped, ``stdev`` has ddof=1, ``cv`` is
 ``stdev / |mean|`` (a fraction), and the interval for the mean is Student's t.

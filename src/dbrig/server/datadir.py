@@ -1,8 +1,7 @@
 """Datadir ownership, snapshots and exact restores.
 
-dbrig only ever deletes a directory that carries its own marker file,
-``.dbrig-owned``, written when dbrig created the directory. A datadir that
-somebody else made (``/var/lib/mysql``) is refused, whatever the scenario says.
+Only directories carrying dbrig's own marker (:mod:`dbrig.ownership`) are
+ever deleted or copied over.
 
 Snapshots are full copies, never hard links: InnoDB and Aria write their
 files in place, so a hard-linked "snapshot" changes with the live datadir.
@@ -12,49 +11,15 @@ clone (milliseconds), elsewhere an ordinary copy.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from dbrig import proc
 from dbrig.errors import ServerError, UnsafePathError
+from dbrig.ownership import mark_owned, remove_owned, require_owned
 
-MARKER = ".dbrig-owned"
 _COPY_TIMEOUT_S = 3600
-
-
-def mark_owned(path: Path, role: str) -> None:
-    """Create ``path`` (which must not exist or be empty) and mark it as dbrig's."""
-    path.mkdir(parents=True, exist_ok=True)
-    if any(p.name != MARKER for p in path.iterdir()):
-        raise UnsafePathError(
-            f"{path} already exists and is not empty: dbrig creates its own directories",
-            hint="choose another --out or remove it yourself",
-        )
-    (path / MARKER).write_text(json.dumps({"created_by": "dbrig", "role": role}) + "\n")
-
-
-def is_owned(path: Path) -> bool:
-    return (path / MARKER).is_file()
-
-
-def require_owned(path: Path) -> None:
-    if not is_owned(path):
-        raise UnsafePathError(
-            f"refusing to delete {path}: it has no {MARKER} marker, so dbrig did not create it"
-        )
-
-
-def remove_owned(path: Path) -> None:
-    """Delete a directory dbrig created; refuse anything else."""
-    if not path.exists():
-        return
-    require_owned(path)
-    shutil.rmtree(path)
 
 
 @dataclass(frozen=True)
@@ -121,82 +86,3 @@ def restore(snapshot_dir: Path, datadir: Path) -> CopyTiming:
     else:
         staging.rename(datadir)
     return CopyTiming(time.monotonic() - started)
-
-
-def supports_reflink(directory: Path) -> bool:
-    """Whether files in ``directory`` can be cloned copy-on-write (XFS, btrfs)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=directory, prefix=".dbrig-reflink-") as tmp:
-        src = Path(tmp) / "a"
-        src.write_bytes(b"dbrig")
-        code, _ = proc.capture(["cp", "--reflink=always", str(src), str(Path(tmp) / "b")])
-        return code == 0
-
-
-def filesystem_of(path: Path) -> dict[str, str]:
-    """Filesystem type, source device and mount point holding ``path`` (from /proc/mounts)."""
-    path = path.resolve()
-    while not path.exists():
-        path = path.parent
-    best: tuple[str, str, str] = ("", "", "")
-    try:
-        mounts = Path("/proc/mounts").read_text().splitlines()
-    except OSError:
-        return {}
-    for line in mounts:
-        source, target, fstype, *_ = line.split()
-        target = target.replace("\\040", " ")
-        is_parent = str(path) == target or str(path).startswith(target.rstrip("/") + "/")
-        if is_parent and len(target) > len(best[1]):
-            best = (source, target, fstype)
-    source, target, fstype = best
-    return {"device": source, "mount": target, "fstype": fstype}
-
-
-def block_device_name(device: str) -> str | None:
-    """The /sys/block name for a device path (``/dev/vda1`` -> ``vda``), if there is one."""
-    name = Path(device).name
-    if not name or not Path("/dev", name).exists():
-        return None
-    try:
-        major_minor = os.stat(f"/dev/{name}").st_rdev
-    except OSError:
-        return None
-    sys_dev = Path(f"/sys/dev/block/{os.major(major_minor)}:{os.minor(major_minor)}")
-    if not sys_dev.exists():
-        return None
-    resolved = sys_dev.resolve()
-    # A partition's parent directory is the whole disk.
-    return resolved.parent.name if (resolved / "partition").exists() else resolved.name
-
-
-def block_device_of(path: Path) -> str | None:
-    """The /sys/block name of the device holding ``path``, from the path's own st_dev.
-
-    Works where the mount source is not a /dev name of its own (``/dev/root``,
-    ``/dev/mapper/vg-lv``: LVM gives ``dm-0``); falls back to the mount's source.
-    """
-    path = path.absolute()
-    while not path.exists():
-        path = path.parent
-    dev = os.stat(path).st_dev
-    sys_dev = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
-    if os.major(dev) and sys_dev.exists():
-        resolved = sys_dev.resolve()
-        return resolved.parent.name if (resolved / "partition").exists() else resolved.name
-    source = filesystem_of(path).get("device", "")
-    return block_device_name(source) if source else None
-
-
-def io_scheduler(block_device: str | None) -> str | None:
-    """The active I/O scheduler of a block device (the bracketed entry), if readable."""
-    if not block_device:
-        return None
-    try:
-        text = Path(f"/sys/block/{block_device}/queue/scheduler").read_text()
-    except OSError:
-        return None
-    for word in text.split():
-        if word.startswith("["):
-            return word.strip("[]")
-    return text.strip() or None

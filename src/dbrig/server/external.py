@@ -15,14 +15,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pymysql
 
+from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
-from dbrig.tools.base import Endpoint
 
 ACCESS_DENIED = 1045
 
@@ -62,20 +61,6 @@ def write_secret(directory: Path, name: str, text: str) -> Path:
     with os.fdopen(fd, "w") as handle:
         handle.write(text)
     return path
-
-
-@dataclass(frozen=True)
-class Credentials:
-    """What a tool's option file needs to log in; never logged or saved."""
-
-    user: str
-    password: str
-    host: str | None
-    port: int | None
-    socket: str | None
-
-    def __repr__(self) -> str:
-        return f"Credentials(user={self.user!r}, password=***)"
 
 
 class ExternalConnection:

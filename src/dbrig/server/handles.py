@@ -22,15 +22,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dbrig import proc
+from dbrig import ownership, proc
+from dbrig.endpoint import Endpoint
 from dbrig.errors import ToolError
 from dbrig.scenario import ExternalServer, ManagedServer
 from dbrig.server import datadir as dd
 from dbrig.server.binary import ServerBinary
 from dbrig.server.external import ExternalConnection
 from dbrig.server.sandbox import Sandbox
-from dbrig.tools.base import Endpoint
-from dbrig.workloads import Workload
+from dbrig.tools.registry import Workload
 
 PREPARE_TIMEOUT_S = 3600
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)[bB]?\s*$")
@@ -181,11 +181,11 @@ class ManagedServerHandle:
         self.sandbox.close()
         if keep_data:
             return
-        dd.remove_owned(self.sandbox.datadir)
+        ownership.remove_owned(self.sandbox.datadir)
         if self.snapshots.is_dir():
             for path in self.snapshots.iterdir():
                 if path.is_dir():
-                    dd.remove_owned(path)
+                    ownership.remove_owned(path)
                 elif path.suffix == ".json":
                     path.unlink()
 
@@ -222,7 +222,8 @@ class ManagedServerHandle:
         if base.exists():
             return base
         self.home.mkdir(parents=True, exist_ok=True)
-        dd.remove_owned(self.sandbox.datadir)  # left by an attempt that failed or was interrupted
+        # Left by an attempt that failed or was interrupted.
+        ownership.remove_owned(self.sandbox.datadir)
         self.sandbox.initialize()
         self.sandbox.start(config)
         try:

@@ -22,11 +22,10 @@ from typing import Any
 
 import pymysql
 
-from dbrig import proc
+from dbrig import ownership, proc
+from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError, ServerError
-from dbrig.server import datadir as dd
 from dbrig.server.binary import ServerBinary
-from dbrig.tools.base import Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +123,7 @@ class Sandbox:
         if not os.access(self.home.parent, os.W_OK) and self.home.parent.exists():
             raise ConfigError(f"{self.home.parent} is not writable")
         self.home.mkdir(parents=True, exist_ok=True)
-        dd.mark_owned(self.datadir, role="datadir")
+        ownership.mark_owned(self.datadir, role="datadir")
         started = time.monotonic()
         out = self.home / "initialize.log"
         argv = self._initialize_argv()

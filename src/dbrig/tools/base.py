@@ -14,7 +14,6 @@ Drivers never start processes, read clocks or look at global state: the runner d
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -25,25 +24,3 @@ class ToolInfo:
     binaries: tuple[str, ...]  # tried in order, e.g. ("mariadb-slap", "mysqlslap")
     package: str  # the Debian package that provides it
     version_args: tuple[str, ...] = ("--version",)
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where a client connects, without the password.
-
-    The password never travels in argv: ``client_options_file`` names a 0600
-    file that holds it in the form the tool reads (sysbench ``--config-file``,
-    a ``[client]`` defaults file for MariaDB clients), or is ``None`` when the
-    account has no password (the managed sandbox's root over its socket).
-    """
-
-    user: str
-    database: str
-    socket: str | None = None
-    host: str | None = None
-    port: int | None = None
-    client_options_file: Path | None = None
-
-    def __post_init__(self) -> None:
-        if not self.socket and not self.host:
-            raise ValueError("an Endpoint needs a unix socket or a host")

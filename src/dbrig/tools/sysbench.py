@@ -89,8 +89,9 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
-from dbrig.tools.base import Endpoint, ToolInfo
+from dbrig.tools.base import ToolInfo
 
 INFO = ToolInfo(name="sysbench", binaries=("sysbench",), package="sysbench")
 

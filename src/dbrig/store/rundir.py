@@ -33,8 +33,8 @@ from typing import Any
 
 import pandas as pd
 
+from dbrig import ownership
 from dbrig.errors import ConfigError
-from dbrig.server import datadir as dd
 
 FORMAT_VERSION = 1
 RUN_JSON = "run.json"
@@ -83,7 +83,7 @@ class RunDir:
                     continue
             else:
                 raise ConfigError(f"--out {out}: no free run directory name for {base.name}")
-            dd.mark_owned(path, role="run")
+            ownership.mark_owned(path, role="run")
         except PermissionError:
             raise ConfigError(f"--out {out}: not writable") from None
         (path / "trials").mkdir()

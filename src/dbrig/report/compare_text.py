@@ -1,4 +1,4 @@
-"""Renderings of a :class:`dbrig.compare.CompareReport`: table text, JSON, Markdown, JUnit, HTML.
+"""Renderings of a compare report (dbrig.analysis.compare): text, JSON, Markdown, JUnit, HTML.
 
 Pure: each function returns a string or plain data; the caller writes files.
 
@@ -23,8 +23,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from dbrig.compare import CompareReport, EnvDifference, Row
-from dbrig.stats import Comparison, explain
+from dbrig.analysis.compare import CompareReport, EnvDifference, Row
+from dbrig.analysis.stats import Comparison, explain
 
 # --------------------------------------------------------------------------- text helpers
 

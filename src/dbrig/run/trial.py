@@ -22,11 +22,11 @@ import pymysql
 
 from dbrig import proc, sampling, store
 from dbrig.errors import DbrigError
+from dbrig.host.settings import SystemState
 from dbrig.scenario import Cell, Trial
 from dbrig.server.handles import ServerHandle, setting_warnings
-from dbrig.system import SystemState
 from dbrig.tools import stress_ng
-from dbrig.workloads import Outcome, workload_for
+from dbrig.tools.registry import Outcome, workload_for
 
 OUTPUT_TAIL_LINES = 20  # of the tool's output, kept in trial.json when a trial fails
 

@@ -8,8 +8,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbrig import environment
-from dbrig.errors import DbrigError
+import click
+from rich.table import Table
+
+from dbrig.commands._common import out_console
+from dbrig.errors import EXIT_BAD_INPUT, DbrigError
+from dbrig.host import probe
 from dbrig.proc import which
 from dbrig.server.binary import find_server
 from dbrig.server.sandbox import MAX_SOCKET_PATH
@@ -45,12 +49,12 @@ def _tool(info, required: bool) -> Check:
         path = which(info.binaries, package=info.package)
     except DbrigError as exc:
         return Check(info.name, False, str(exc), required)
-    version = environment.tool_version(path, info.version_args) or "version unknown"
+    version = probe.tool_version(path, info.version_args) or "version unknown"
     return Check(info.name, True, f"{version} ({path})", required)
 
 
 def _host(workdir: Path) -> Iterator[Check]:
-    host = environment.host()
+    host = probe.host()
     yield Check("user", True, "root" if host["is_root"] else f"uid {os.geteuid()} (not root)")
     yield Check("cpu", True, f"{host['cpu_count']} x {host['cpu_model']}")
     yield Check("memory", True, f"{host['memory_gib']} GiB")
@@ -61,7 +65,7 @@ def _host(workdir: Path) -> Iterator[Check]:
         "work dir", writable, f"{workdir.resolve()} ({'writable' if writable else 'NOT writable'})"
     )
     if writable:
-        st = environment.storage(target)
+        st = probe.storage(target)
         yield Check(
             "filesystem",
             True,
@@ -85,3 +89,25 @@ def _existing_parent(path: Path) -> Path:
     while not path.exists():
         path = path.parent
     return path
+
+
+@click.command("doctor")
+@click.option(
+    "--workdir",
+    type=click.Path(path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+    help="Where runs will be written (checked for filesystem and reflink support).",
+)
+def doctor_command(workdir: Path) -> None:
+    """Which servers and tools are found, their versions, and what this host supports."""
+    t = Table(title="dbrig doctor", show_header=True)
+    t.add_column("check")
+    t.add_column("result", overflow="fold")
+    problems = 0
+    for check in checks(workdir):
+        t.add_row(check.name, ("" if check.ok else "[red]MISSING[/red] ") + check.detail)
+        problems += not check.ok and check.required
+    out_console().print(t)
+    if problems:
+        raise SystemExit(EXIT_BAD_INPUT)

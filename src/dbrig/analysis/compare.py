@@ -2,7 +2,7 @@
 
 Pure: no file is read or written here. The inputs are :class:`RunInput` (a run's
 ``run.json`` as a dict and its ``results.csv`` as a frame); the output is a
-:class:`CompareReport`, rendered by :mod:`dbrig.compare_output`.
+:class:`CompareReport`, rendered by :mod:`dbrig.report.compare_text`.
 
 Two ways to pick the sides:
 
@@ -14,7 +14,7 @@ Two ways to pick the sides:
   matrix order, or the one named.
 
 Per matched cell and metric the repetitions that succeeded (``status == ok``)
-go to :func:`dbrig.stats.compare_samples`. A row's ``verdict`` is one of
+go to :func:`dbrig.analysis.stats.compare_samples`. A row's ``verdict`` is one of
 :data:`VERDICTS`:
 
 * better / worse / unchanged / inconclusive / insufficient data: from stats
@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dbrig.analysis.stats import Comparison, Direction, compare_samples, direction_of, explain
 from dbrig.errors import ConfigError
-from dbrig.scenario import short_factor_names
-from dbrig.stats import Comparison, Direction, compare_samples, direction_of, explain
+from dbrig.factors import short_factor_names
 
 VERDICTS = (
     "worse",
@@ -317,7 +317,7 @@ class Row:
 
 @dataclass(frozen=True)
 class CompareReport:
-    """Everything one ``dbrig compare`` found; :mod:`dbrig.compare_output` renders it.
+    """Everything one ``dbrig compare`` found; :mod:`dbrig.report.compare_text` renders it.
 
     ``baseline`` and ``candidates`` name the sides (run labels, or ``factor=value``
     with ``by``); ``factors`` are the factors cells were matched on;

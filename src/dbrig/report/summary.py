@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from dbrig.analysis.stats import summarize
 from dbrig.errors import ConfigError
-from dbrig.stats import summarize
 
 # (column in results, heading, format); the first ones found are shown.
 HEADLINE = (

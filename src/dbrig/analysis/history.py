@@ -4,7 +4,7 @@ A single A/B comparison cannot see a slow drift: each step between neighbouring
 runs is inside the noise. Here every saved run of a scenario becomes one point
 per cell (the mean of the repetitions that succeeded, with its 95 % t interval),
 points are ordered by ``run.json`` ``created_at``, and
-:func:`dbrig.stats.detect_steps` looks for level shifts in each cell's series.
+:func:`dbrig.analysis.stats.detect_steps` looks for level shifts in each cell's series.
 
 Pure except :func:`plot_png`, which writes a file. Means and intervals are in
 the metric's unit; ``delta_pct`` of a step is in percent of the level before it.
@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbrig.compare import (
+from dbrig.analysis.compare import (
     RunInput,
     cell_groups,
     cell_label,
@@ -27,8 +27,8 @@ from dbrig.compare import (
     ok_values,
     resolve_factor,
 )
+from dbrig.analysis.stats import Direction, Step, detect_steps, direction_of, summarize
 from dbrig.errors import ConfigError
-from dbrig.stats import Direction, Step, detect_steps, direction_of, summarize
 
 
 @dataclass(frozen=True)

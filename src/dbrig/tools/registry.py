@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pandas as pd
 from pydantic import BaseModel
 
+from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
 from dbrig.tools import mysqlslap, sysbench
-from dbrig.tools.base import Endpoint, ToolInfo
+from dbrig.tools.base import ToolInfo
 
 if TYPE_CHECKING:
-    from dbrig.server.external import Credentials
+    from dbrig.endpoint import Credentials
 
 
 @dataclass(frozen=True)

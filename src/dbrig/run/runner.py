@@ -15,174 +15,23 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from dbrig import environment, proc, store, system
-from dbrig.errors import ConfigError, DbrigError, Interrupted
+from dbrig import proc, store
+from dbrig.errors import DbrigError, Interrupted
+from dbrig.host import probe
+from dbrig.host import settings as host_settings
+from dbrig.run.preflight import Toolbox, datadir_device
+from dbrig.run.progress import Progress
+from dbrig.run.trial import TrialContext, TrialExecutor, TrialRecord
 from dbrig.scenario import ExternalServer, ManagedServer, Plan, Trial
-from dbrig.server import datadir as dd
-from dbrig.server.binary import ServerBinary, find_server
-from dbrig.server.external import ExternalConnection
 from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle, ServerHandle
-from dbrig.tools import stress_ng
-from dbrig.tools.base import Endpoint
-from dbrig.trial import TrialContext, TrialExecutor, TrialRecord
-from dbrig.workloads import workload_for
 
 log = logging.getLogger(__name__)
-
-_STATUS_SUFFIX = {"ok": "ok", "failed": "FAILED"}
-
-
-# -- what the runner needs before it starts ------------------------------------------
-
-
-@dataclass(frozen=True)
-class Toolbox:
-    """Every binary a run needs, found and versioned before anything starts."""
-
-    workload: Path
-    workload_version: str | None
-    stress_ng: Path | None
-    stress_ng_version: str | None
-    servers: dict[str, ServerBinary]
-
-
-def preflight(plan: Plan, out: Path | None = None) -> Toolbox:
-    """Find every binary and check every cell against this host; raises before anything runs."""
-    tool = workload_for(plan.scenario.workload)
-    binary = proc.which(tool.info.binaries, package=tool.info.package)
-    cpu_count = os.cpu_count() or 1
-    needs_stress = False
-    for cell in plan.cells:
-        try:
-            # Building the command is where a driver refuses what its tool cannot do.
-            workload = workload_for(cell.scenario.workload)
-            spec = cell.scenario.server_specs[cell.server]
-            workload.run_argv(
-                display_endpoint(spec, workload.database), binary, cell.scenario.warmup
-            )
-            params = cell.scenario.interference.stress_ng
-            if params is not None and params.active:
-                stress_ng.validate_for_host(params, cpu_count)
-                needs_stress = True
-        except ConfigError as exc:  # the drivers know the key, not the file
-            raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
-    stress = (
-        proc.which(stress_ng.INFO.binaries, package=stress_ng.INFO.package)
-        if needs_stress
-        else None
-    )
-    servers: dict[str, ServerBinary] = {}
-    for name in sorted({c.server for c in plan.cells}):
-        spec = plan.scenario.server_specs[name]
-        if isinstance(spec, ManagedServer):
-            servers[name] = find_server(spec.basedir)
-        else:
-            _check_reachable(plan, name, spec)
-    _check_system(plan, out or Path(plan.scenario.out))
-    return Toolbox(
-        workload=binary,
-        workload_version=environment.tool_version(binary),
-        stress_ng=stress,
-        stress_ng_version=environment.tool_version(stress) if stress else None,
-        servers=servers,
-    )
-
-
-def _check_reachable(plan: Plan, name: str, spec: ExternalServer) -> None:
-    """An external server that does not answer (or refuses the password) stops the run here."""
-    try:
-        connection = ExternalConnection(name, spec)
-        try:
-            connection.check_reachable()
-        finally:
-            connection.close()
-    except ConfigError as exc:
-        raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
-
-
-def _check_system(plan: Plan, out: Path) -> None:
-    wanted = [c.scenario.system for c in plan.cells]
-    if any(s.active for s in wanted):
-        try:
-            system.check(wanted, datadir_device(out))
-        except ConfigError as exc:
-            raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
-
-
-def datadir_device(where: Path) -> system.BlockDevice | None:
-    """The block device holding ``where`` (the run directory, so every managed datadir).
-
-    Read-only: ``where`` may not exist yet, and preflight must create nothing.
-    """
-    name = dd.block_device_of(where)
-    return system.BlockDevice(name) if name else None
-
-
-def display_endpoint(spec: ManagedServer | ExternalServer, database: str) -> Endpoint:
-    """Where a cell's tool would connect, for checks and --dry-run (no secrets, no sockets)."""
-    if isinstance(spec, ExternalServer):
-        secret = spec.password_env or spec.defaults_file
-        return Endpoint(
-            user=spec.user,
-            database=database,
-            socket=spec.socket,
-            host=None if spec.socket else spec.host,
-            port=None if spec.socket else spec.port,
-            client_options_file=Path("<0600 option file>") if secret else None,
-        )
-    return Endpoint(user="root", database=database, socket="<sandbox>/mysqld.sock")
-
-
-# -- progress --------------------------------------------------------------------------
-
-
-class Progress:
-    """Prints one line per trial with an ETA; quiet enough for CI logs."""
-
-    def __init__(self, total: int, emit: Callable[[str], None], clock=time.monotonic) -> None:
-        self.total = total
-        self.done = 0
-        self.emit = emit
-        self.clock = clock
-        self.started = clock()
-
-    def starting(self, trial: Trial, label: str) -> None:
-        eta = self._eta()
-        self.emit(f"[{self.done + 1}/{self.total}] {trial.id} {label}{eta}")
-
-    def finished(self, trial: Trial, status: str, detail: str) -> None:
-        self.done += 1
-        self.emit(f"    {_STATUS_SUFFIX.get(status, status)}: {detail}")
-
-    def _eta(self) -> str:
-        if not self.done:
-            return ""
-        per_trial = (self.clock() - self.started) / self.done
-        remaining = per_trial * (self.total - self.done)
-        return f"  (ETA {_fmt_duration(remaining)})"
-
-
-def _fmt_duration(seconds: float) -> str:
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, sec = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{sec:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
-
-
-# -- the whole run ---------------------------------------------------------------------------
-
 
 @dataclass(frozen=True)
 class RunSummary:
@@ -218,7 +67,7 @@ class Runner:
             workload_binary=tools.workload,
             stress_ng_binary=tools.stress_ng,
             devices=[device.name] if device else None,
-            system=system.SystemState(device) if uses_system else None,
+            system=host_settings.SystemState(device) if uses_system else None,
             events_timeout_s=events_timeout_s,
         )
 
@@ -360,8 +209,8 @@ def start_run(plan: Plan, out: Path | None, tools: Toolbox, now: dt.datetime) ->
             ],
             "trials": [t.id for t in plan.trials],
             "environment": {
-                "host": environment.host(),
-                "storage": environment.storage(run.path),
+                "host": probe.host(),
+                "storage": probe.storage(run.path),
                 "tools": {
                     "workload": tools.workload_version,
                     "stress-ng": tools.stress_ng_version,
@@ -384,33 +233,3 @@ def pending_trials(plan: Plan, run: store.RunDir, *, retry_failed: bool) -> list
         if rec is None or (retry_failed and rec["status"] != "ok"):
             pending.append(by_id[trial_id])
     return pending
-
-
-def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
-    """For ``--dry-run``: each cell's factors and the exact commands it would run."""
-    for cell in plan.cells:
-        workload = workload_for(cell.scenario.workload)
-        binary = Path(workload.info.binaries[0])
-        endpoint = display_endpoint(cell.scenario.server_specs[cell.server], workload.database)
-        yield f"{cell.id} [{cell.server}] {cell.label(short_names)}"
-        prepare = workload.prepare_argv(endpoint, binary)
-        if prepare:
-            yield "  prepare (once per data set): " + " ".join(proc.redact(prepare))
-        yield "  run: " + " ".join(
-            proc.redact(workload.run_argv(endpoint, binary, cell.scenario.warmup))
-        )
-        params = cell.scenario.interference.stress_ng
-        if params is not None and params.active:
-            expected = workload.expected_seconds(cell.scenario.warmup) or 3600
-            argv = stress_ng.build_command(params, timeout_s=int(expected * 1.5 + 60))
-            yield "  interference: " + " ".join(argv)
-        config = cell.scenario.server_specs[cell.server]
-        if isinstance(config, ManagedServer) and config.config:
-            yield "  my.cnf: " + ", ".join(f"{k}={v}" for k, v in config.config.items())
-        if isinstance(config, ManagedServer) and config.cpus:
-            yield "  server pinned to cores: " + ",".join(map(str, config.cpus))
-        settings = cell.scenario.system
-        if settings.active:
-            yield "  system: " + ", ".join(
-                f"{k}={v}" for k, v in settings.model_dump(exclude_defaults=True).items()
-            )

@@ -1,0 +1,192 @@
+"""``dbrig run``: run a scenario (or resume a saved run) and save every trial.
+
+:func:`run_scenario` is the plain function behind the command: tests call it
+with keyword arguments; the click command only adapts flags and exit codes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dbrig import scenario, store
+from dbrig.commands._common import err_console, out_console, print_line, print_warnings
+from dbrig.commands.show import print_results
+from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, Interrupted
+from dbrig.report import run_warnings, write_report
+from dbrig.run import dryrun, preflight, runner
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What ``dbrig run`` did: the run directory and how its trials ended."""
+
+    run_dir: Path
+    total: int
+    ok: int
+    failed: int
+    report: Path | None
+
+
+def run_scenario(
+    scenario_file: Path | None = None,
+    *,
+    out: Path | None = None,
+    resume: Path | None = None,
+    retry_failed: bool = False,
+    keep_data: bool = False,
+    report: bool = True,
+    emit: Callable[[str], None] | None = None,
+) -> RunOutcome:
+    """Run every pending trial of a scenario file or a saved run; raises DbrigError."""
+    plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed)
+    tools = preflight.preflight(plan, out if run_dir is None else run_dir.path)
+    if run_dir is None:
+        run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
+    else:
+        run_dir.update_meta(status="running")
+    _log_to(run_dir.path / "dbrig.log")
+    trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
+    say = emit or _emit
+    say(f"dbrig: {len(trials)} trials -> {run_dir.path}")
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    try:
+        with run_dir.lock():
+            result = runner.Runner(plan, run_dir, tools, keep_data=keep_data, emit=say).execute(
+                trials
+            )
+    except Interrupted:
+        if report:
+            _report_after_run(run_dir)
+        raise
+    print_results(run_dir)
+    print_line(out_console(), f"saved: {result.run_dir}")
+    page = _report_after_run(run_dir) if report else None
+    return RunOutcome(result.run_dir, result.total, result.ok, result.failed, page)
+
+
+def _plan_and_run_dir(
+    scenario_file: Path | None, resume: Path | None, retry_failed: bool
+) -> tuple[scenario.Plan, store.RunDir | None]:
+    if (scenario_file is None) == (resume is None):
+        raise ConfigError("run: give a SCENARIO_FILE or --resume RUN_DIR (one of them)")
+    if retry_failed and resume is None:
+        raise ConfigError("--retry-failed: only with --resume RUN_DIR")
+    if resume is not None:
+        run_dir, plan = resume_plan(resume)
+        return plan, run_dir
+    assert scenario_file is not None
+    return scenario.load(scenario_file), None
+
+
+def _report_after_run(run_dir: store.RunDir) -> Path | None:
+    """The report and its warnings; a report that fails does not fail the run."""
+    try:
+        page = write_report(run_dir.path)
+        warnings = run_warnings(run_dir.path)
+    except Exception as exc:  # the trials are saved: say so and how to retry
+        logging.getLogger(__name__).exception("writing the report failed")
+        print_line(
+            err_console(),
+            f"dbrig: warning: the report could not be written ({exc}); "
+            f"retry with: dbrig report {run_dir.path}",
+        )
+        return None
+    print_warnings(warnings)
+    print_line(out_console(), f"report: {page}")
+    return page
+
+
+def resume_plan(resume_dir: Path) -> tuple[store.RunDir, scenario.Plan]:
+    """The saved scenario and shuffle seed: a resumed run is the run it was, whatever the
+    scenario file says now."""
+    run_dir = store.RunDir.open(resume_dir)
+    meta = run_dir.meta()
+    source = str(resume_dir / "scenario.yaml")
+    cores = ((meta.get("environment") or {}).get("host") or {}).get("cpu_count")
+    plan = scenario.plan_from_dict(
+        meta["raw_scenario"], source=source, seed=meta.get("seed"), cpu_count=cores
+    )
+    saved = {c["cell"]: c["factors"] for c in meta.get("cells", [])}
+    now = {c.id: c.factor_dict for c in plan.cells}
+    if json.loads(json.dumps(now)) != saved:
+        raise ConfigError(
+            f"--resume {resume_dir}: the saved scenario no longer expands to the saved cells "
+            "(was it written by another dbrig version?); start a new run instead"
+        )
+    return run_dir, plan
+
+
+def _sigterm_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _emit(line: str) -> None:
+    print_line(err_console(), line)
+
+
+def _log_to(path: Path) -> None:
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(min(root.level or logging.INFO, logging.INFO))
+    for h in root.handlers:
+        if h is not handler and isinstance(h, logging.StreamHandler):
+            h.setLevel(max(h.level, logging.WARNING))
+
+
+def print_dry_run(plan: scenario.Plan) -> None:
+    """The cells, the exact commands each would run, the seed and the trial order."""
+    for line in dryrun.describe(plan):
+        click.echo(line)
+
+
+@click.command("run")
+@click.argument("scenario_file", required=False, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="Parent folder for the run directory.")
+@click.option("--dry-run", is_flag=True, help="Print the cells and exact commands; run nothing.")
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=click.Path(path_type=Path),
+    help="Continue a saved run: only its missing trials run.",
+)
+@click.option("--retry-failed", is_flag=True, help="With --resume, also rerun failed trials.")
+@click.option("--keep-data", is_flag=True, help="Keep datadirs and snapshots after the run.")
+@click.option(
+    "--report/--no-report", default=True, show_default=True, help="Write report.html at the end."
+)
+def run_command(
+    scenario_file: Path | None,
+    out: Path | None,
+    dry_run: bool,
+    resume_dir: Path | None,
+    retry_failed: bool,
+    keep_data: bool,
+    report: bool,
+) -> None:
+    """Run every cell of SCENARIO_FILE and save the results."""
+    if dry_run:
+        plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed)
+        print_dry_run(plan)
+        return
+    outcome = run_scenario(
+        scenario_file,
+        out=out,
+        resume=resume_dir,
+        retry_failed=retry_failed,
+        keep_data=keep_data,
+        report=report,
+    )
+    if outcome.failed:
+        print_line(err_console(), f"dbrig: {outcome.failed} of {outcome.total} trials failed")
+        raise SystemExit(EXIT_CELLS_FAILED)

@@ -1,0 +1,74 @@
+"""``dbrig show``: the result table of a saved run, or one metric as a factor x factor pivot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from dbrig import store
+from dbrig.commands._common import out_console
+from dbrig.errors import ConfigError
+from dbrig.report import summary
+
+
+def print_results(run_dir: store.RunDir, fmt: str = "table") -> None:
+    """The per-cell table: each headline metric's mean ±95 % CI (CV) over repetitions."""
+    meta = run_dir.meta()
+    results = run_dir.results()
+    table = summary.cell_table(results, meta.get("factors", []), meta.get("factor_labels", {}))
+    pct = meta.get("scenario", {}).get("workload", {}).get("sysbench", {}) or {}
+    headings, rows = summary.render(table, pct.get("percentile"))
+    if not rows:
+        out_console().print("no trials saved yet")
+        return
+    if fmt == "markdown":
+        click.echo(summary.markdown(headings, rows))
+        return
+    _print_table(f"{meta['scenario']['name']}: mean ±95% CI (CV) over repetitions", headings, rows)
+
+
+def print_pivot(run_dir: store.RunDir, rows: str, columns: str, metric: str, fmt: str) -> None:
+    meta = run_dir.meta()
+    labels = meta.get("factor_labels", {})
+    headings, body = summary.pivot(run_dir.results(), rows, columns, metric, labels)
+    if fmt == "markdown":
+        click.echo(summary.markdown(headings, body))
+        return
+    _print_table(f"{meta['scenario']['name']}: {metric}, mean ±95% CI (CV)", headings, body)
+
+
+def _print_table(title: str, headings: list[str], rows: list[list[str]]) -> None:
+    table = Table(title=title)
+    for heading in headings:
+        table.add_column(heading, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    out_console().print(table)
+
+
+@click.command("show")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "markdown"]),
+    default="table",
+    show_default=True,
+    help="markdown: a table to paste into a blog post, an issue or a doc page.",
+)
+@click.option("--rows", help="Pivot: the factor down the side (e.g. server).")
+@click.option("--columns", help="Pivot: the factor across the top (e.g. load_type).")
+@click.option("--metric", help="Pivot: the metric in each cell (e.g. avg_s, tps).")
+def show_command(
+    run_dir: Path, fmt: str, rows: str | None, columns: str | None, metric: str | None
+) -> None:
+    """Print the result table of a saved run, or one metric as a factor x factor pivot."""
+    run = store.RunDir.open(run_dir)
+    if rows is None and columns is None and metric is None:
+        print_results(run, fmt)
+        return
+    if not (rows and columns and metric):
+        raise ConfigError("show: a pivot needs --rows, --columns and --metric together")
+    print_pivot(run, rows, columns, metric, fmt)

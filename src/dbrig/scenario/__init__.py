@@ -1,0 +1,59 @@
+"""Scenario files: YAML in, a validated frozen :class:`Scenario` and its cells out.
+
+- :mod:`~dbrig.scenario.model`: the schema (pydantic models);
+- :mod:`~dbrig.scenario.load`: reading YAML and building a :class:`Plan`;
+- :mod:`~dbrig.scenario.validate` and :mod:`~dbrig.scenario.messages`: one-line errors;
+- :mod:`~dbrig.scenario.matrix`: cells, trials and their order.
+"""
+
+from dbrig.factors import short_factor_names
+from dbrig.scenario.load import load, plan_from_dict, read_yaml
+from dbrig.scenario.matrix import (
+    Cell,
+    Plan,
+    Trial,
+    check_path,
+    expand,
+    host_values,
+    matrix_blocks,
+    order_trials,
+)
+from dbrig.scenario.messages import describe_error
+from dbrig.scenario.model import (
+    DEFAULT_SERVER,
+    RESERVED_SERVER_SETTINGS,
+    ExternalServer,
+    Interference,
+    ManagedServer,
+    Sampling,
+    Scenario,
+    ServerSpec,
+    WorkloadBlock,
+)
+from dbrig.scenario.validate import validate
+
+__all__ = [
+    "DEFAULT_SERVER",
+    "RESERVED_SERVER_SETTINGS",
+    "Cell",
+    "ExternalServer",
+    "Interference",
+    "ManagedServer",
+    "Plan",
+    "Sampling",
+    "Scenario",
+    "ServerSpec",
+    "Trial",
+    "WorkloadBlock",
+    "check_path",
+    "describe_error",
+    "expand",
+    "host_values",
+    "load",
+    "matrix_blocks",
+    "order_trials",
+    "plan_from_dict",
+    "read_yaml",
+    "short_factor_names",
+    "validate",
+]

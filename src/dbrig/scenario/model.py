@@ -1,0 +1,167 @@
+"""The scenario's schema: pydantic models, frozen, every key documented.
+
+The workload and interference blocks take their keys and schemas from the tool
+registry (:mod:`dbrig.tools.registry`), so a new tool adds no line here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from dbrig.host.settings import SystemSettings
+from dbrig.tools.mysqlslap import MysqlslapParams
+from dbrig.tools.stress_ng import StressNgParams
+from dbrig.tools.sysbench import SysbenchParams
+
+Scalar = str | int | float | bool | None
+RESERVED_SERVER_SETTINGS = frozenset(
+    {
+        "datadir",
+        "socket",
+        "port",
+        "pid_file",
+        "log_error",
+        "bind_address",
+        "basedir",
+        "user",
+        "innodb_data_home_dir",
+        "innodb_log_group_home_dir",
+        "innodb_undo_directory",
+        "aria_log_dir_path",
+        "tmpdir",
+    }
+)
+DEFAULT_SERVER = "default"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class ManagedServer(_Frozen):
+    """A private server that dbrig initialises, starts, stops and restores."""
+
+    kind: Literal["managed"] = "managed"
+    basedir: Path | None = Field(
+        None, description="installation prefix holding bin/ or sbin/ mariadbd or mysqld"
+    )
+    config: dict[str, Scalar] = Field(
+        default_factory=dict,
+        description="my.cnf [mysqld] settings, passed through unchanged (null = bare option)",
+    )
+    cpus: list[Annotated[int, Field(ge=0)]] | None = Field(
+        None, description="pin the server to these cores (emulates a smaller instance)"
+    )
+    port: int | None = Field(None, ge=1024, le=65535, description="fixed TCP port on 127.0.0.1")
+    startup_timeout: float = Field(120.0, gt=0, description="seconds to wait for it to answer")
+
+    @field_validator("config")
+    @classmethod
+    def _no_sandbox_paths(cls, config: dict[str, Scalar]) -> dict[str, Scalar]:
+        """The sandbox's own files and addresses are dbrig's: a scenario that moved the datadir
+        would have dbrig start, write to and restore a directory it did not create."""
+        for key in config:
+            if key.replace("-", "_").lower() in RESERVED_SERVER_SETTINGS:
+                raise ValueError(
+                    f"'{key}' is set by dbrig for its sandbox (use port: for a fixed port)"
+                )
+        return config
+
+
+class ExternalServer(_Frozen):
+    """A server dbrig only connects to; it cannot restore its data."""
+
+    kind: Literal["external"]
+    host: str = "127.0.0.1"
+    port: int = Field(3306, ge=1, le=65535)
+    socket: str | None = None
+    user: str
+    password_env: str | None = Field(None, description="environment variable holding the password")
+    defaults_file: Path | None = Field(None, description="client defaults file with the password")
+    reset: Literal["none", "reprepare"] = Field(
+        description=(
+            "between trials: 'none' prepares each data set once, 'reprepare' runs the "
+            "workload's cleanup + prepare before every trial"
+        )
+    )
+    prepare: bool = Field(
+        True, description="false: the data is already there; dbrig never drops or loads it"
+    )
+
+    @model_validator(mode="after")
+    def _one_password_source(self) -> ExternalServer:
+        if self.password_env and self.defaults_file:
+            raise ValueError("give password_env or defaults_file, not both")
+        return self
+
+
+ServerSpec = Annotated[ManagedServer | ExternalServer, Field(discriminator="kind")]
+
+
+class WorkloadBlock(_Frozen):
+    """Exactly one tool block."""
+
+    sysbench: SysbenchParams | None = None
+    mysqlslap: MysqlslapParams | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> WorkloadBlock:
+        given = [name for name in type(self).model_fields if getattr(self, name) is not None]
+        if len(given) != 1:
+            names = ", ".join(type(self).model_fields)
+            raise ValueError(f"name exactly one workload tool ({names}); got {len(given)}")
+        return self
+
+    @property
+    def tool(self) -> str:
+        return next(n for n in type(self).model_fields if getattr(self, n) is not None)
+
+    @property
+    def params(self) -> BaseModel:
+        return getattr(self, self.tool)
+
+
+class Interference(_Frozen):
+    stress_ng: StressNgParams | None = Field(None, alias="stress-ng")
+
+
+class Sampling(_Frozen):
+    enabled: bool = True
+    interval: float = Field(1.0, ge=0.05, le=60, description="seconds between samples")
+    devices: list[str] | None = Field(
+        None, description="block devices to sample (default: the datadir's device)"
+    )
+
+
+class Scenario(_Frozen):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    description: str = ""
+    server: ServerSpec | None = None
+    servers: dict[str, ServerSpec] | None = None
+    workload: WorkloadBlock
+    interference: Interference = Interference()
+    sampling: Sampling = Sampling()
+    system: SystemSettings = SystemSettings()
+    matrix: dict[str, list[Any]] | list[dict[str, list[Any]]] = Field(default_factory=dict)
+    repeat: int = Field(1, ge=1, le=1000)
+    warmup: int = Field(0, ge=0, description="seconds of load run and discarded before measuring")
+    order: Literal["shuffled", "sequential"] = "shuffled"
+    seed: int | None = None
+    out: str = "runs"
+
+    @model_validator(mode="after")
+    def _server_or_servers(self) -> Scenario:
+        if self.server is not None and self.servers is not None:
+            raise ValueError("give 'server' or 'servers', not both")
+        if self.servers is not None and not self.servers:
+            raise ValueError("'servers' names no server")
+        return self
+
+    @property
+    def server_specs(self) -> dict[str, ManagedServer | ExternalServer]:
+        if self.servers:
+            return dict(self.servers)
+        return {DEFAULT_SERVER: self.server or ManagedServer()}

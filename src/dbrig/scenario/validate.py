@@ -1,0 +1,34 @@
+"""A scenario mapping to a validated :class:`Scenario`, with one-line errors."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from dbrig.errors import ConfigError
+from dbrig.scenario.messages import describe_error
+from dbrig.scenario.model import Scenario
+
+
+def validate(raw: Mapping[str, Any], source: str, context: str = "") -> Scenario:
+    try:
+        return Scenario.model_validate(_with_default_kinds(raw))
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {context}{describe_error(exc)}") from None
+    except ConfigError as exc:  # a driver's cross-field check, already naming its key
+        raise ConfigError(f"{source}: {context}{exc.message}", hint=exc.hint) from None
+
+
+def _with_default_kinds(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``kind: managed`` is the default; the discriminated union needs it spelled out."""
+    data = copy.deepcopy(dict(raw))
+    if isinstance(data.get("server"), dict):
+        data["server"].setdefault("kind", "managed")
+    if isinstance(data.get("servers"), dict):
+        for spec in data["servers"].values():
+            if isinstance(spec, dict):
+                spec.setdefault("kind", "managed")
+    return data
