@@ -17,7 +17,8 @@ from dbrig.host import probe
 from dbrig.proc import which
 from dbrig.server.binary import find_server
 from dbrig.server.sandbox import MAX_SOCKET_PATH
-from dbrig.tools import mysqlslap, stress_ng, sysbench
+from dbrig.tools.base import ToolInfo
+from dbrig.tools.registry import all_tools
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Check:
 
 def checks(workdir: Path) -> Iterator[Check]:
     yield _server()
-    for info, required in ((sysbench.INFO, True), (mysqlslap.INFO, False), (stress_ng.INFO, False)):
+    for info, required in all_tools():
         yield _tool(info, required)
     yield from _host(workdir)
 
@@ -44,7 +45,7 @@ def _server() -> Check:
     return Check("server", True, f"{b.flavor} {b.version} ({b.mysqld}{init})")
 
 
-def _tool(info, required: bool) -> Check:
+def _tool(info: ToolInfo, required: bool) -> Check:
     try:
         path = which(info.binaries, package=info.package)
     except DbrigError as exc:

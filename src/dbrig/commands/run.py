@@ -44,10 +44,11 @@ def run_scenario(
     retry_failed: bool = False,
     keep_data: bool = False,
     report: bool = True,
+    seed: int | None = None,
     emit: Callable[[str], None] | None = None,
 ) -> RunOutcome:
     """Run every pending trial of a scenario file or a saved run; raises DbrigError."""
-    plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed)
+    plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed)
     tools = preflight.preflight(plan, out if run_dir is None else run_dir.path)
     if run_dir is None:
         run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
@@ -74,17 +75,19 @@ def run_scenario(
 
 
 def _plan_and_run_dir(
-    scenario_file: Path | None, resume: Path | None, retry_failed: bool
+    scenario_file: Path | None, resume: Path | None, retry_failed: bool, seed: int | None
 ) -> tuple[scenario.Plan, store.RunDir | None]:
     if (scenario_file is None) == (resume is None):
         raise ConfigError("run: give a SCENARIO_FILE or --resume RUN_DIR (one of them)")
     if retry_failed and resume is None:
         raise ConfigError("--retry-failed: only with --resume RUN_DIR")
     if resume is not None:
+        if seed is not None:
+            raise ConfigError("--seed: a resumed run keeps its saved seed; drop --seed")
         run_dir, plan = resume_plan(resume)
         return plan, run_dir
     assert scenario_file is not None
-    return scenario.load(scenario_file), None
+    return scenario.load(scenario_file, seed=seed), None
 
 
 def _report_after_run(run_dir: store.RunDir) -> Path | None:
@@ -165,6 +168,11 @@ def print_dry_run(plan: scenario.Plan) -> None:
 @click.option(
     "--report/--no-report", default=True, show_default=True, help="Write report.html at the end."
 )
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**31 - 1),
+    help="Shuffle seed, over the scenario's own: reruns the order a --dry-run printed.",
+)
 def run_command(
     scenario_file: Path | None,
     out: Path | None,
@@ -173,10 +181,11 @@ def run_command(
     retry_failed: bool,
     keep_data: bool,
     report: bool,
+    seed: int | None,
 ) -> None:
     """Run every cell of SCENARIO_FILE and save the results."""
     if dry_run:
-        plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed)
+        plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed)
         print_dry_run(plan)
         return
     outcome = run_scenario(
@@ -186,6 +195,7 @@ def run_command(
         retry_failed=retry_failed,
         keep_data=keep_data,
         report=report,
+        seed=seed,
     )
     if outcome.failed:
         print_line(err_console(), f"dbrig: {outcome.failed} of {outcome.total} trials failed")

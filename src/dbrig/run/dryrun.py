@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 from dbrig import proc
-from dbrig.run.preflight import display_endpoint
-from dbrig.scenario import ManagedServer, Plan
-from dbrig.tools import stress_ng
-from dbrig.tools.registry import workload_for
+from dbrig.run.commands import trial_commands
+from dbrig.run.preflight import cell_endpoint, find_binaries
+from dbrig.scenario import ExternalServer, ManagedServer, Plan
 
 
 def describe(plan: Plan) -> Iterator[str]:
@@ -17,37 +15,36 @@ def describe(plan: Plan) -> Iterator[str]:
     trials = plan.trials
     yield (
         f"scenario {plan.scenario.name}: {len(plan.cells)} cells x {plan.scenario.repeat} "
-        f"repetitions = {len(trials)} trials, order {plan.scenario.order} (seed {plan.seed})"
+        f"repetitions = {len(trials)} trials, order {plan.scenario.order} (seed {plan.seed}: "
+        f"dbrig run --seed {plan.seed} keeps this order)"
     )
     yield from describe_commands(plan, plan.short_names())
     yield "order: " + " ".join(t.id for t in trials)
 
 
 def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
-    """Each cell's factors and the exact commands it would run."""
+    """Each cell's factors and the exact commands it would run (built as the run builds them)."""
+    workload_binary, interference_binaries = find_binaries(plan, strict=False)
     for cell in plan.cells:
-        workload = workload_for(cell.scenario.workload)
-        binary = Path(workload.info.binaries[0])
-        endpoint = display_endpoint(cell.scenario.server_specs[cell.server], workload.database)
+        endpoint = cell_endpoint(plan, cell)
+        commands = trial_commands(cell.scenario, endpoint, workload_binary, interference_binaries)
         yield f"{cell.id} [{cell.server}] {cell.label(short_names)}"
-        prepare = workload.prepare_argv(endpoint, binary)
+        prepare = commands.workload.prepare_argv(endpoint, workload_binary)
         if prepare:
             yield "  prepare (once per data set): " + " ".join(proc.redact(prepare))
-        yield "  run: " + " ".join(
-            proc.redact(workload.run_argv(endpoint, binary, cell.scenario.warmup))
-        )
-        params = cell.scenario.interference.stress_ng
-        if params is not None and params.active:
-            expected = workload.expected_seconds(cell.scenario.warmup) or 3600
-            argv = stress_ng.build_command(params, timeout_s=int(expected * 1.5 + 60))
-            yield "  interference: " + " ".join(argv)
-        config = cell.scenario.server_specs[cell.server]
-        if isinstance(config, ManagedServer) and config.config:
-            yield "  my.cnf: " + ", ".join(f"{k}={v}" for k, v in config.config.items())
-        if isinstance(config, ManagedServer) and config.cpus:
-            yield "  server pinned to cores: " + ",".join(map(str, config.cpus))
+        yield "  run: " + " ".join(proc.redact(commands.argv))
+        for interference in commands.interference:
+            yield "  interference: " + " ".join(proc.redact(interference.argv))
+        yield from _server_lines(cell.scenario.server_specs[cell.server])
         settings = cell.scenario.system
         if settings.active:
             yield "  system: " + ", ".join(
                 f"{k}={v}" for k, v in settings.model_dump(exclude_defaults=True).items()
             )
+
+
+def _server_lines(config: ManagedServer | ExternalServer) -> Iterator[str]:
+    if isinstance(config, ManagedServer) and config.config:
+        yield "  my.cnf: " + ", ".join(f"{k}={v}" for k, v in config.config.items())
+    if isinstance(config, ManagedServer) and config.cpus:
+        yield "  server pinned to cores: " + ",".join(map(str, config.cpus))

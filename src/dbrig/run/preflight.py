@@ -12,14 +12,15 @@ from pathlib import Path
 
 from dbrig import proc
 from dbrig.endpoint import Endpoint
-from dbrig.errors import ConfigError
+from dbrig.errors import ConfigError, ToolMissing
 from dbrig.host import probe
 from dbrig.host import settings as host_settings
-from dbrig.scenario import ExternalServer, ManagedServer, Plan
+from dbrig.run.commands import trial_commands
+from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary, find_server
 from dbrig.server.external import ExternalConnection
-from dbrig.tools import stress_ng
-from dbrig.tools.registry import workload_for
+from dbrig.tools.base import ToolInfo
+from dbrig.tools.registry import INTERFERENCE_TOOLS, interference_for, workload_for
 
 
 @dataclass(frozen=True)
@@ -28,36 +29,32 @@ class Toolbox:
 
     workload: Path
     workload_version: str | None
-    stress_ng: Path | None
-    stress_ng_version: str | None
+    interference: dict[str, Path]  # by the tool's YAML key: only the tools some cell uses
+    interference_versions: dict[str, str | None]
     servers: dict[str, ServerBinary]
+
+    def versions(self) -> dict[str, str | None]:
+        """For run.json: the workload's, every interference tool's (None when unused), and
+        each server's version line."""
+        return {
+            "workload": self.workload_version,
+            **{key: self.interference_versions.get(key) for key in INTERFERENCE_TOOLS},
+            **{f"server:{n}": b.version_line for n, b in self.servers.items()},
+        }
 
 
 def preflight(plan: Plan, out: Path | None = None) -> Toolbox:
     """Find every binary and check every cell against this host; raises before anything runs."""
-    tool = workload_for(plan.scenario.workload)
-    binary = proc.which(tool.info.binaries, package=tool.info.package)
-    cpu_count = os.cpu_count() or 1
-    needs_stress = False
-    for cell in plan.cells:
-        try:
-            # Building the command is where a driver refuses what its tool cannot do.
-            workload = workload_for(cell.scenario.workload)
-            spec = cell.scenario.server_specs[cell.server]
-            workload.run_argv(
-                display_endpoint(spec, workload.database), binary, cell.scenario.warmup
-            )
-            params = cell.scenario.interference.stress_ng
-            if params is not None and params.active:
-                stress_ng.validate_for_host(params, cpu_count)
-                needs_stress = True
-        except ConfigError as exc:  # the drivers know the key, not the file
-            raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
-    stress = (
-        proc.which(stress_ng.INFO.binaries, package=stress_ng.INFO.package)
-        if needs_stress
-        else None
-    )
+    try:
+        workload, interference = find_binaries(plan, strict=True)
+        cpu_count = os.cpu_count() or 1
+        for cell in plan.cells:
+            for tool in interference_for(cell.scenario.interference):
+                tool.check_host(cpu_count)
+            # Building the commands is where a driver refuses what its tool cannot do.
+            trial_commands(cell.scenario, cell_endpoint(plan, cell), workload, interference)
+    except ConfigError as exc:  # the drivers know the key, not the file
+        raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
     servers: dict[str, ServerBinary] = {}
     for name in sorted({c.server for c in plan.cells}):
         spec = plan.scenario.server_specs[name]
@@ -67,12 +64,39 @@ def preflight(plan: Plan, out: Path | None = None) -> Toolbox:
             _check_reachable(plan, name, spec)
     _check_system(plan, out or Path(plan.scenario.out))
     return Toolbox(
-        workload=binary,
-        workload_version=probe.tool_version(binary),
-        stress_ng=stress,
-        stress_ng_version=probe.tool_version(stress) if stress else None,
+        workload=workload,
+        workload_version=probe.tool_version(workload),
+        interference=interference,
+        interference_versions={k: probe.tool_version(p) for k, p in interference.items()},
         servers=servers,
     )
+
+
+def find_binaries(plan: Plan, *, strict: bool) -> tuple[Path, dict[str, Path]]:
+    """The workload's binary and each used interference tool's, by YAML key.
+
+    ``strict=False`` (the dry run) names a tool that is not installed by its first
+    binary name instead of refusing.
+    """
+    workload = workload_for(plan.scenario.workload)
+    used = {t.key: t for c in plan.cells for t in interference_for(c.scenario.interference)}
+    binaries = {key: _binary(tool.info, strict) for key, tool in used.items()}
+    return _binary(workload.info, strict), binaries
+
+
+def _binary(info: ToolInfo, strict: bool) -> Path:
+    try:
+        return proc.which(info.binaries, package=info.package)
+    except ToolMissing:
+        if strict:
+            raise
+        return Path(info.binaries[0])
+
+
+def cell_endpoint(plan: Plan, cell: Cell) -> Endpoint:
+    """Where a cell's workload would connect, with placeholders for what is not known yet."""
+    workload = workload_for(cell.scenario.workload)
+    return display_endpoint(plan.scenario.server_specs[cell.server], workload.database)
 
 
 def _check_reachable(plan: Plan, name: str, spec: ExternalServer) -> None:

@@ -33,6 +33,7 @@ from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle, Serv
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class RunSummary:
     run_dir: Path
@@ -65,7 +66,7 @@ class Runner:
         uses_system = any(c.scenario.system.active for c in plan.cells)
         self.context = TrialContext(
             workload_binary=tools.workload,
-            stress_ng_binary=tools.stress_ng,
+            interference_binaries=tools.interference,
             devices=[device.name] if device else None,
             system=host_settings.SystemState(device) if uses_system else None,
             events_timeout_s=events_timeout_s,
@@ -211,11 +212,7 @@ def start_run(plan: Plan, out: Path | None, tools: Toolbox, now: dt.datetime) ->
             "environment": {
                 "host": probe.host(),
                 "storage": probe.storage(run.path),
-                "tools": {
-                    "workload": tools.workload_version,
-                    "stress-ng": tools.stress_ng_version,
-                    **{f"server:{n}": b.version_line for n, b in tools.servers.items()},
-                },
+                "tools": tools.versions(),
             },
         }
     )

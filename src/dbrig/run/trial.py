@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,18 @@ import pymysql
 from dbrig import proc, sampling, store
 from dbrig.errors import DbrigError
 from dbrig.host.settings import SystemState
+from dbrig.run.commands import (
+    DEFAULT_EVENTS_TIMEOUT_S,
+    InterferenceCommand,
+    TrialCommands,
+    trial_commands,
+)
+from dbrig.run.datasets import client_endpoint, ready_for_trial
+from dbrig.run.interference import InterferenceRun
 from dbrig.scenario import Cell, Trial
 from dbrig.server.handles import ServerHandle, setting_warnings
-from dbrig.tools import stress_ng
-from dbrig.tools.registry import Outcome, workload_for
+from dbrig.tools.base import Outcome
+from dbrig.tools.registry import workload_for
 
 OUTPUT_TAIL_LINES = 20  # of the tool's output, kept in trial.json when a trial fails
 
@@ -36,10 +44,12 @@ class TrialContext:
     """What every trial of a run shares."""
 
     workload_binary: Path
-    stress_ng_binary: Path | None
+    interference_binaries: dict[str, Path]  # by the tool's YAML key
     devices: list[str] | None
     system: SystemState | None
-    events_timeout_s: float = 3600.0
+    events_timeout_s: float = DEFAULT_EVENTS_TIMEOUT_S
+    clock: Callable[[], float] = time.monotonic  # seconds, for deadlines and sample times
+    now: Callable[[], dt.datetime] = field(default=lambda: dt.datetime.now(dt.UTC))
 
 
 @dataclass
@@ -96,15 +106,21 @@ class TrialExecutor:
         self.scenario = trial.cell.scenario
         self.folder = folder
         self.workload = workload_for(self.scenario.workload)
-        self.record = TrialRecord(trial, started_at=dt.datetime.now(dt.UTC).isoformat())
+        self.record = TrialRecord(trial, started_at=context.now().isoformat())
         self._workload_pid: int | None = None
-        self._stress: StressHandle | None = None
+        self._interference: list[InterferenceRun] = []
+        self._planned: list[InterferenceCommand] = []
 
     def execute(self) -> TrialRecord:
         spec = self.scenario.server_specs[self.cell.server]
         try:
-            timings = self.server.prepare_trial(
-                self.workload, spec, self.context.workload_binary, before_start=self._apply_system
+            timings = ready_for_trial(
+                self.server,
+                self.workload,
+                spec,
+                self.context.workload_binary,
+                before_start=self._apply_system,
+                clock=self.context.clock,
             )
             self.record.timings.update(timings)
             self.record.effective_config = self.server.effective(spec)
@@ -126,18 +142,26 @@ class TrialExecutor:
         if self.context.system is not None:
             self.record.system = self.context.system.apply(self.scenario.system)
 
+    def _commands(self) -> TrialCommands:
+        return trial_commands(
+            self.scenario,
+            client_endpoint(self.server, self.workload),
+            self.context.workload_binary,
+            self.context.interference_binaries,
+            self.context.events_timeout_s,
+        )
+
     def _run_workload(self) -> None:
         warmup = self.scenario.warmup
-        endpoint = self.server.endpoint(self.workload)
-        argv = self.workload.run_argv(endpoint, self.context.workload_binary, warmup)
-        self.record.commands.append(argv)
-        expected = self.workload.expected_seconds(warmup)
-        timeout = expected * 1.5 + 60 if expected else self.context.events_timeout_s
+        commands = self._commands()
+        self._planned = commands.interference
+        self.record.commands.append(commands.argv)
+        timeout = commands.timeout_s
         out = self.folder / "workload.out"
-        with self._interference(expected) as stress, self._samplers(warmup) as samplers:
-            child = proc.spawn(argv, stdout=out, merge_stderr=True)
+        with self._interfering(commands) as running, self._samplers(warmup) as samplers:
+            child = proc.spawn(commands.argv, stdout=out, merge_stderr=True)
             self._workload_pid = child.pid
-            finished, abort = self._watch(child, timeout, stress, samplers)
+            finished, abort = self._watch(child, timeout, running, samplers)
             # The tool may notice first ("lost connection"); the cause is the server's death.
             abort = abort or self.server.died()
         self.record.timings["workload_s"] = finished.wall_s
@@ -156,50 +180,55 @@ class TrialExecutor:
             self.record.output_tail = lines[-OUTPUT_TAIL_LINES:]
 
     def _watch(
-        self, child: proc.Child, timeout: float, stress: StressHandle | None, samplers: list
+        self,
+        child: proc.Child,
+        timeout: float,
+        running: list[InterferenceRun],
+        samplers: list,
     ) -> tuple[proc.Finished, str | None]:
-        deadline = time.monotonic() + timeout
+        deadline = self.context.clock() + timeout
         while True:
             done = child.wait(0.25)
             if done is not None:
                 return done, None
-            abort = self._abort_reason(stress, samplers)
-            if abort or time.monotonic() >= deadline:
+            abort = self._abort_reason(running, samplers)
+            if abort or self.context.clock() >= deadline:
                 finished = child.stop(grace_s=5)
                 if not abort:
                     finished = dataclasses.replace(finished, timed_out=True)
                 return finished, abort
 
-    def _abort_reason(self, stress: StressHandle | None, samplers: list) -> str | None:
+    def _abort_reason(self, running: list[InterferenceRun], samplers: list) -> str | None:
         died = self.server.died()
         if died:
             return died
-        if stress is not None and (reason := stress.died()):
-            return reason
+        for interference in running:
+            if reason := interference.died():
+                return reason
         for sampler in samplers:
             if sampler.error:
                 return sampler.error
         return None
 
     @contextlib.contextmanager
-    def _interference(self, expected: float | None) -> Iterator[StressHandle | None]:
-        params = self.scenario.interference.stress_ng
-        if params is None or not params.active:
-            yield None
-            return
-        assert self.context.stress_ng_binary is not None
-        # Only a safety net should dbrig die: longer than the workload's own deadline, so
-        # an overrunning workload is reported as such, not as "stress-ng exited early".
-        limit = int((expected or self.context.events_timeout_s) * 2 + 120)
-        handle = StressHandle(params, self.context.stress_ng_binary, self.folder, limit)
-        self.record.commands.append(handle.argv)
-        handle.start()
-        self._stress = handle
+    def _interfering(self, commands: TrialCommands) -> Iterator[list[InterferenceRun]]:
+        """Every interference tool of the cell, running for the length of the block."""
+        with contextlib.ExitStack() as stack:
+            for command in commands.interference:
+                stack.enter_context(self._one_interference(command.tool, command.argv))
+            yield list(self._interference)
+
+    @contextlib.contextmanager
+    def _one_interference(self, tool: Any, argv: list[str]) -> Iterator[None]:
+        running = InterferenceRun(tool, argv, self.folder, self.context.clock)
+        self.record.commands.append(argv)
+        running.start()
+        self._interference.append(running)
         try:
-            yield handle
+            yield
         finally:
-            self._stress = None
-            self.record.metrics.update(handle.stop())
+            self._interference.remove(running)
+            self.record.metrics.update(running.stop())
 
     @contextlib.contextmanager
     def _samplers(self, warmup: int) -> Iterator[list]:
@@ -236,19 +265,13 @@ class TrialExecutor:
             status.stop()
             with contextlib.suppress(Exception):
                 conn.close()
-        pinned = None
-        params = self.scenario.interference.stress_ng
-        if params is not None and params.active and params.taskset:
-            pinned = list(params.taskset)
+        pinned = next((p for c in self._planned if (p := c.tool.pinned_cores())), None)
         self.record.metrics.update(sampling.summarize_cell(self.folder, pinned_cores=pinned))
 
     def _process_roles(self) -> dict[str, list[int]]:
         """The processes the host sampler follows, by role (read from the sampler thread)."""
-        roles = {
-            "server": self.server.pid,
-            "workload": self._workload_pid,
-            "stress-ng": self._stress.pid if self._stress else None,
-        }
+        roles = {"server": self.server.pid, "workload": self._workload_pid}
+        roles.update({run.tool.key: run.pid for run in self._interference})
         return {role: [pid] for role, pid in roles.items() if pid}
 
     def _save_outcome(self, outcome: Outcome, warmup: int) -> None:
@@ -291,52 +314,3 @@ def derived_costs(metrics: dict[str, float]) -> dict[str, float]:
             name = "kb_read_per_txn" if direction == "read" else "kb_written_per_txn"
             out[name] = rate * window * 1024 / txns
     return out
-
-
-class StressHandle:
-    """stress-ng in the background for the length of one trial."""
-
-    def __init__(self, params: Any, binary: Path, folder: Path, limit_s: int) -> None:
-        self.params = params
-        self.folder = folder
-        self.argv = stress_ng.build_command(params, binary=str(binary), timeout_s=limit_s)
-        self.child: proc.Child | None = None
-        self.stderr = folder / "stress-ng.err"
-
-    def start(self) -> None:
-        self.child = proc.spawn(self.argv, stderr=self.stderr)
-
-    @property
-    def pid(self) -> int | None:
-        return self.child.pid if self.child else None
-
-    def died(self) -> str | None:
-        if self.child is None:
-            return None
-        done = self.child.poll()
-        if done is None:
-            return None
-        text = self.stderr.read_text(errors="replace") if self.stderr.exists() else ""
-        reason = stress_ng.failure_reason(stress_ng.parse(text), done.returncode)
-        return f"stress-ng exited early: {reason or f'exit {done.returncode}'}"
-
-    def stop(self) -> dict[str, float]:
-        if self.child is None:
-            return {}
-        started = self.child.started
-        finished = self.child.stop(grace_s=10)
-        self.child = None
-        text = self.stderr.read_text(errors="replace") if self.stderr.exists() else ""
-        result = stress_ng.parse(text)
-        duration = finished.wall_s or (time.monotonic() - started)
-        asked = stress_ng.requested_cpu_seconds(self.params, duration)
-        achieved = finished.user_cpu_s + finished.sys_cpu_s
-        return {
-            "stress_cpu_s_requested": asked,
-            "stress_cpu_s_achieved": achieved,
-            "stress_achieved_ratio": achieved / asked if asked else float("nan"),
-            "stress_bogo_ops": sum(r.bogo_ops for r in result.stressors),
-            "stress_bogo_ops_per_s": sum(r.bogo_ops_per_s_real or 0 for r in result.stressors),
-            "stress_usr_s": sum(r.usr_time_s or 0 for r in result.stressors),
-            "stress_sys_s": sum(r.sys_time_s or 0 for r in result.stressors),
-        }

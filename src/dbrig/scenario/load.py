@@ -85,10 +85,10 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def load(path: Path | str) -> Plan:
-    """Read, validate and expand a scenario file."""
+def load(path: Path | str, seed: int | None = None) -> Plan:
+    """Read, validate and expand a scenario file; ``seed`` wins over the file's own."""
     path = Path(path)
-    return plan_from_dict(read_yaml(path), source=str(path))
+    return plan_from_dict(read_yaml(path), source=str(path), seed=seed)
 
 
 def plan_from_dict(

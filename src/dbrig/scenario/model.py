@@ -6,15 +6,14 @@ registry (:mod:`dbrig.tools.registry`), so a new tool adds no line here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from dbrig.host.settings import SystemSettings
-from dbrig.tools.mysqlslap import MysqlslapParams
-from dbrig.tools.stress_ng import StressNgParams
-from dbrig.tools.sysbench import SysbenchParams
+from dbrig.tools.registry import INTERFERENCE_TOOLS, WORKLOAD_TOOLS, field_name
 
 Scalar = str | int | float | bool | None
 RESERVED_SERVER_SETTINGS = frozenset(
@@ -101,31 +100,41 @@ class ExternalServer(_Frozen):
 ServerSpec = Annotated[ManagedServer | ExternalServer, Field(discriminator="kind")]
 
 
-class WorkloadBlock(_Frozen):
-    """Exactly one tool block."""
-
-    sysbench: SysbenchParams | None = None
-    mysqlslap: MysqlslapParams | None = None
+class _WorkloadBase(_Frozen):
+    """Exactly one tool block, keyed by the tool (``workload.sysbench: {...}``)."""
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> WorkloadBlock:
+    def _exactly_one(self) -> _WorkloadBase:
         given = [name for name in type(self).model_fields if getattr(self, name) is not None]
         if len(given) != 1:
-            names = ", ".join(type(self).model_fields)
+            names = ", ".join(f.alias or n for n, f in type(self).model_fields.items())
             raise ValueError(f"name exactly one workload tool ({names}); got {len(given)}")
         return self
 
     @property
     def tool(self) -> str:
-        return next(n for n in type(self).model_fields if getattr(self, n) is not None)
+        """The YAML key of the tool this block names."""
+        fields = type(self).model_fields
+        return next(f.alias or n for n, f in fields.items() if getattr(self, n) is not None)
 
     @property
     def params(self) -> BaseModel:
-        return getattr(self, self.tool)
+        return getattr(self, field_name(self.tool))
 
 
-class Interference(_Frozen):
-    stress_ng: StressNgParams | None = Field(None, alias="stress-ng")
+def _tool_fields(tools: Mapping[str, type]) -> dict[str, Any]:
+    """One optional field per registered tool, named by its YAML key."""
+    return {
+        field_name(key): (tool.params_model | None, Field(None, alias=key))
+        for key, tool in tools.items()
+    }
+
+
+# Built from the tool registry, so a new tool is one registry line, not a schema edit.
+WorkloadBlock = create_model(
+    "WorkloadBlock", __base__=_WorkloadBase, **_tool_fields(WORKLOAD_TOOLS)
+)
+Interference = create_model("Interference", __base__=_Frozen, **_tool_fields(INTERFERENCE_TOOLS))
 
 
 class Sampling(_Frozen):

@@ -4,35 +4,32 @@ A handle readies its server for a trial, says where clients connect, reports a
 server that died, reads back the settings in force, and cleans up:
 
 - :class:`ManagedServerHandle`: a sandbox plus snapshots of its prepared data,
-  one per data set. Before every trial: restore, then start with the cell's
-  server block. After it: stop.
-- :class:`ExternalServerHandle`: a server dbrig only connects to. Its data is
-  prepared once per data set (``reset: none``) or before every trial
-  (``reset: reprepare``): the workload's cleanup, then its prepare.
+  one per data set, each named by the data set's digest. Before every trial:
+  restore, then start with the cell's server block. After it: stop.
+- :class:`ExternalServerHandle`: a server dbrig only connects to. It remembers
+  which data set is loaded in each database; it never restores anything.
+
+Handles know nothing of workload tools: the run side (:mod:`dbrig.run.datasets`)
+decides when data must be prepared, runs the tool's prepare against the endpoint
+a handle gives, and asks the handle to snapshot the result under its key.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import re
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dbrig import ownership, proc
-from dbrig.endpoint import Endpoint
-from dbrig.errors import ToolError
+from dbrig import ownership
+from dbrig.endpoint import Credentials, Endpoint
 from dbrig.scenario import ExternalServer, ManagedServer
 from dbrig.server import datadir as dd
 from dbrig.server.binary import ServerBinary
 from dbrig.server.external import ExternalConnection
 from dbrig.server.sandbox import Sandbox
-from dbrig.tools.registry import Workload
 
-PREPARE_TIMEOUT_S = 3600
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)[bB]?\s*$")
 _BOOLEAN_WORDS = {"on": "1", "true": "1", "yes": "1", "off": "0", "false": "0", "no": "0"}
 
@@ -92,25 +89,6 @@ def setting_warnings(requested: dict[str, Any], effective: dict[str, Any]) -> li
     return warnings
 
 
-def run_prepare(name: str, argv: list[str], out: Path) -> None:
-    """Run a workload's prepare or cleanup; a failure is one line from its output."""
-    done = proc.run(argv, timeout_s=PREPARE_TIMEOUT_S, stdout=out, merge_stderr=True)
-    if done.returncode == 0 and not done.timed_out:
-        return
-    text = out.read_text(errors="replace") if out.exists() else ""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    fatal = [ln for ln in lines if "FATAL" in ln or "error" in ln.lower()]
-    detail = (fatal or lines[-1:] or [f"exit {done.returncode}"])[0]
-    if done.timed_out:
-        detail = f"did not finish within {PREPARE_TIMEOUT_S} s"
-    raise ToolError(f"server '{name}': preparing the data failed: {detail}")
-
-
-def data_key(workload: Workload) -> tuple[tuple, str]:
-    key = workload.prepare_key()
-    return key, hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()[:12]
-
-
 class ManagedServerHandle:
     """A sandbox plus the snapshots of its prepared data, one per data set."""
 
@@ -145,22 +123,46 @@ class ManagedServerHandle:
     def connect(self) -> Any:
         return self.sandbox.connect()
 
-    def endpoint(self, workload: Workload) -> Endpoint:
-        return self.sandbox.endpoint(workload.database)
+    def endpoint(
+        self, database: str, options_text: str | None = None, filename: str = ""
+    ) -> Endpoint:
+        """Where clients connect: root over the sandbox's socket, which needs no password
+        (so no option file)."""
+        return self.sandbox.endpoint(database)
 
-    def prepare_trial(
-        self,
-        workload: Workload,
-        spec: ManagedServer,
-        binary: Path,
-        before_start: Callable[[], None] = lambda: None,
-    ) -> dict[str, float]:
-        """Restore the workload's data set and start with the cell's own server block."""
-        snapshot = self._snapshot_for(workload, binary)
+    def has_data_set(self, digest: str) -> bool:
+        return self._data_set_path(digest).exists()
+
+    def load_base(self, database: str) -> None:
+        """The freshly initialised datadir (made on first use), ready for a prepare."""
+        self._use(self.spec)
+        base = self._base_snapshot(database, dict(self.spec.config))
         self.sandbox.stop()
-        restored = dd.restore(snapshot, self.sandbox.datadir)
-        before_start()
-        return {"restore_s": restored.seconds, **self.start(spec)}
+        dd.restore(base, self.sandbox.datadir)
+
+    def start_for_prepare(self, database: str) -> None:
+        """Started under the server's own block, so cells that vary only run-time settings
+        share one snapshot."""
+        self._use(self.spec)
+        self.sandbox.start(dict(self.spec.config))
+        self.sandbox.prepare_accounts(database)
+
+    def stop(self) -> float:
+        return self.sandbox.stop()
+
+    def save_data_set(self, digest: str, key: tuple) -> None:
+        """Snapshot the stopped datadir as data set ``digest``; ``key`` is kept beside it."""
+        target = self._data_set_path(digest)
+        dd.snapshot(self.sandbox.datadir, target)
+        (target.parent / f"{target.name}.json").write_text(json.dumps({"key": key}, default=str))
+
+    def restore_data_set(self, digest: str) -> float:
+        """Stop the server and make its datadir an exact copy of data set ``digest``."""
+        self.sandbox.stop()
+        return dd.restore(self._data_set_path(digest), self.sandbox.datadir).seconds
+
+    def _data_set_path(self, digest: str) -> Path:
+        return self.snapshots / f"data-{digest}"
 
     def start(self, spec: ManagedServer) -> dict[str, float]:
         self._use(spec)
@@ -190,32 +192,6 @@ class ManagedServerHandle:
                     path.unlink()
 
     # -- snapshots --------------------------------------------------------------------
-
-    def _snapshot_for(self, workload: Workload, binary: Path) -> Path:
-        """The snapshot holding ``workload``'s prepared data, made on first use.
-
-        Data is prepared under the server's own block, so cells that vary only
-        run-time settings share one snapshot.
-        """
-        key, digest = data_key(workload)
-        target = self.snapshots / f"data-{digest}"
-        if target.exists():
-            return target
-        self._use(self.spec)
-        config = dict(self.spec.config)
-        base = self._base_snapshot(workload.database, config)
-        dd.restore(base, self.sandbox.datadir)
-        argv = workload.prepare_argv(self.sandbox.endpoint(workload.database), binary)
-        if argv:
-            self.sandbox.start(config)
-            try:
-                self.sandbox.prepare_accounts(workload.database)
-                run_prepare(self.name, argv, self.home / "prepare.out")
-            finally:
-                self.sandbox.stop()
-        dd.snapshot(self.sandbox.datadir, target)
-        (target.parent / f"{target.name}.json").write_text(json.dumps({"key": key}, default=str))
-        return target
 
     def _base_snapshot(self, database: str, config: dict) -> Path:
         base = self.snapshots / "base"
@@ -270,43 +246,37 @@ class ExternalServerHandle:
     def connect(self) -> Any:
         return self.connection.connect()
 
-    def endpoint(self, workload: Workload) -> Endpoint:
-        options = workload.client_options(self.connection.options_for_tool())
-        return self.connection.endpoint(workload.database, options, f"{workload.info.name}.cnf")
+    def endpoint(
+        self, database: str, options_text: str | None = None, filename: str = ""
+    ) -> Endpoint:
+        """Where clients connect; ``options_text`` (the password, in the tool's own option
+        file format) goes to a 0600 file named ``filename``."""
+        return self.connection.endpoint(database, options_text, filename)
 
-    def prepare_trial(
-        self,
-        workload: Workload,
-        spec: ExternalServer,
-        binary: Path,
-        before_start: Callable[[], None] = lambda: None,
-    ) -> dict[str, float]:
-        before_start()
+    def credentials(self) -> Credentials:
+        return self.connection.options_for_tool()
+
+    def describe_once(self) -> None:
+        """Version, variables and where it is, asked once (for run.json and reports)."""
         if not self.info:
             with contextlib.closing(self.connect()) as conn:
                 self.info = {"kind": "external", **server_info(conn), **self.connection.describe()}
-        _, digest = data_key(workload)
-        # All data sets of a run share the workload's database: what matters is which one
-        # is loaded there now, not whether it was ever loaded.
-        loaded = self._loaded.get(workload.database) == digest
-        if not spec.prepare or (spec.reset == "none" and loaded):
-            return {}
-        started = time.monotonic()
-        self._reprepare(workload, binary)
-        self._loaded[workload.database] = digest
-        return {"reset_s": time.monotonic() - started}
 
-    def _reprepare(self, workload: Workload, binary: Path) -> None:
+    def loaded(self, database: str) -> str | None:
+        """The digest of the data set loaded in ``database`` now (None if none yet).
+
+        All data sets of a run share the workload's database: what matters is which one
+        is loaded there now, not whether it was ever loaded.
+        """
+        return self._loaded.get(database)
+
+    def mark_loaded(self, database: str, digest: str) -> None:
+        self._loaded[database] = digest
+
+    def ensure_database(self, database: str) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
-        endpoint = self.endpoint(workload)
         with contextlib.closing(self.connect()) as conn, conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{workload.database}`")
-        cleanup = workload.cleanup_argv(endpoint, binary)
-        if cleanup:
-            run_prepare(self.name, cleanup, self.home / "cleanup.out")
-        prepare = workload.prepare_argv(endpoint, binary)
-        if prepare:
-            run_prepare(self.name, prepare, self.home / "prepare.out")
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{database}`")
 
     def effective(self, spec: ManagedServer | ExternalServer) -> dict[str, Any]:
         return {}

@@ -75,14 +75,14 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dbrig.endpoint import Endpoint
+from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
-from dbrig.tools.base import ToolInfo
+from dbrig.tools.base import Outcome, ToolInfo
 
 INFO = ToolInfo(name="mysqlslap", binaries=("mariadb-slap", "mysqlslap"), package="mariadb-client")
 
@@ -728,3 +728,65 @@ def _redact(line: str, secrets: Sequence[str]) -> str:
         if secret:
             line = line.replace(secret, "***")
     return _PASSWORD_TEXT.sub(lambda m: m.group(1) + "***", line)
+
+
+# --- the tool seam ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MysqlslapTool:
+    """mysqlslap (mariadb-slap) as a :class:`~dbrig.tools.base.WorkloadTool`."""
+
+    params: MysqlslapParams
+    key: ClassVar[str] = "mysqlslap"
+    info: ClassVar[ToolInfo] = INFO
+    params_model: ClassVar[type[BaseModel]] = MysqlslapParams
+    required_by_doctor: ClassVar[bool] = False
+
+    @property
+    def database(self) -> str:
+        return self.params.create_schema
+
+    def data_set_key(self) -> tuple:
+        return ("mysqlslap",)  # it creates and drops its own schema every iteration
+
+    def prepare_argv(self, endpoint: Endpoint, binary: Path) -> None:
+        return None
+
+    def cleanup_argv(self, endpoint: Endpoint, binary: Path) -> None:
+        return None
+
+    def client_options(self, credentials: Credentials) -> str | None:
+        if not credentials.password:
+            return None
+        return client_options_text(
+            credentials.user,
+            credentials.password,
+            host=credentials.host,
+            port=credentials.port,
+            socket=credentials.socket,
+        )
+
+    def run_argv(self, endpoint: Endpoint, binary: Path, warmup: int) -> list[str]:
+        if warmup:
+            raise ConfigError(
+                "warmup: mysqlslap runs a fixed number of queries and has no warm-up phase; "
+                "set warmup: 0 (its --iterations already repeat the work)"
+            )
+        return build_command(self.params, endpoint, binary=str(binary), csv=False)
+
+    def expected_seconds(self, warmup: int) -> float | None:
+        return None
+
+    def analyse(self, output: str, returncode: int) -> Outcome:
+        result = parse(output, load_type=effective_load_type(self.params))
+        rows = rows_frame(result)
+        metrics: dict[str, float] = {}
+        if len(result.rows) == 1:
+            metrics = {
+                k: float(v)
+                for k, v in vars(result.rows[0]).items()
+                if isinstance(v, int | float) and not isinstance(v, bool)
+            }
+        reason = failure_reason(result, returncode, "")
+        return Outcome(metrics, None, reason, {"slap_rows": rows} if not rows.empty else {})

@@ -54,13 +54,14 @@ import re
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from dbrig.errors import ConfigError, ParseError
-from dbrig.tools.base import ToolInfo
+from dbrig.tools.base import ToolInfo, Usage
 
 INFO = ToolInfo(name="stress-ng", binaries=("stress-ng",), package="stress-ng")
 
@@ -597,3 +598,47 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
+
+
+# --- the tool seam ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StressNgTool:
+    """stress-ng as an :class:`~dbrig.tools.base.InterferenceTool`."""
+
+    params: StressNgParams
+    key: ClassVar[str] = "stress-ng"
+    info: ClassVar[ToolInfo] = INFO
+    params_model: ClassVar[type[BaseModel]] = StressNgParams
+    required_by_doctor: ClassVar[bool] = False
+
+    @property
+    def active(self) -> bool:
+        return self.params.active
+
+    def check_host(self, cpu_count: int) -> None:
+        validate_for_host(self.params, cpu_count)
+
+    def argv(self, binary: Path, limit_s: int) -> list[str]:
+        return build_command(self.params, binary=str(binary), timeout_s=limit_s)
+
+    def pinned_cores(self) -> list[int] | None:
+        return list(self.params.taskset) if self.params.taskset else None
+
+    def failure_reason(self, stderr: str, returncode: int) -> str | None:
+        return failure_reason(parse(stderr), returncode)
+
+    def analyse(self, stderr: str, usage: Usage) -> dict[str, float]:
+        result = parse(stderr)
+        asked = requested_cpu_seconds(self.params, usage.wall_s)
+        achieved = usage.user_cpu_s + usage.sys_cpu_s
+        return {
+            "stress_cpu_s_requested": asked,
+            "stress_cpu_s_achieved": achieved,
+            "stress_achieved_ratio": achieved / asked if asked else float("nan"),
+            "stress_bogo_ops": sum(r.bogo_ops for r in result.stressors),
+            "stress_bogo_ops_per_s": sum(r.bogo_ops_per_s_real or 0 for r in result.stressors),
+            "stress_usr_s": sum(r.usr_time_s or 0 for r in result.stressors),
+            "stress_sys_s": sum(r.sys_time_s or 0 for r in result.stressors),
+        }

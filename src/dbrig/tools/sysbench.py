@@ -84,14 +84,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Literal
+from pathlib import Path
+from typing import ClassVar, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dbrig.endpoint import Endpoint
+from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
-from dbrig.tools.base import ToolInfo
+from dbrig.tools.base import Outcome, ToolInfo
 
 INFO = ToolInfo(name="sysbench", binaries=("sysbench",), package="sysbench")
 
@@ -725,3 +726,59 @@ def _main_fatal(lines: tuple[str, ...]) -> str:
         if not GENERIC_FATAL_RE.search(line):
             return line
     return lines[0]
+
+
+# --- the tool seam ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SysbenchTool:
+    """sysbench as a :class:`~dbrig.tools.base.WorkloadTool`."""
+
+    params: SysbenchParams
+    key: ClassVar[str] = "sysbench"
+    info: ClassVar[ToolInfo] = INFO
+    params_model: ClassVar[type[BaseModel]] = SysbenchParams
+    required_by_doctor: ClassVar[bool] = True
+
+    @property
+    def database(self) -> str:
+        return self.params.db
+
+    def data_set_key(self) -> tuple:
+        return ("sysbench", *prepare_key(self.params))
+
+    def prepare_argv(self, endpoint: Endpoint, binary: Path) -> list[str]:
+        return build_command(self.params, endpoint, "prepare", binary=str(binary))
+
+    def cleanup_argv(self, endpoint: Endpoint, binary: Path) -> list[str]:
+        return build_command(self.params, endpoint, "cleanup", binary=str(binary))
+
+    def client_options(self, credentials: Credentials) -> str | None:
+        return client_options_text(credentials.password) if credentials.password else None
+
+    def run_argv(self, endpoint: Endpoint, binary: Path, warmup: int) -> list[str]:
+        return build_command(self.params, endpoint, "run", binary=str(binary), warmup=warmup)
+
+    def expected_seconds(self, warmup: int) -> float | None:
+        return float(self.params.time + warmup) if self.params.time else None
+
+    def analyse(self, output: str, returncode: int) -> Outcome:
+        result = parse(output)
+        metrics = dict(result.summary)
+        if result.percentile is not None:
+            metrics["percentile"] = float(result.percentile)
+        for per_s in ("ignored_errors_per_s", "reconnects_per_s"):
+            if per_s in metrics:
+                short = "errors_per_s" if per_s.startswith("ignored") else per_s
+                metrics[short] = metrics[per_s]
+        intervals = intervals_frame(result)
+        extra = {}
+        if result.histogram:
+            extra["histogram"] = pd.DataFrame(result.histogram, columns=["value_ms", "count"])
+        return Outcome(
+            metrics,
+            intervals if not intervals.empty else None,
+            failure_reason(result, returncode),
+            extra,
+        )

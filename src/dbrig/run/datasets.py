@@ -1,0 +1,125 @@
+"""Data sets: the workload's prepared data, made once per key and put back before each trial.
+
+The run side owns this, not the server: it asks a managed server for its base
+datadir, runs the tool's prepare against it and has the result snapshotted
+under the data set's digest; before a trial it has that snapshot restored. An
+external server cannot be restored, so its data is prepared once per data set
+(``reset: none``) or before every trial (``reset: reprepare``): the tool's
+cleanup, then its prepare.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from dbrig import proc
+from dbrig.endpoint import Endpoint
+from dbrig.errors import ToolError
+from dbrig.scenario import ExternalServer, ManagedServer
+from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle, ServerHandle
+from dbrig.tools.base import WorkloadTool
+
+PREPARE_TIMEOUT_S = 3600
+
+
+def data_set_id(workload: WorkloadTool) -> tuple[tuple, str]:
+    """The data set's key (what prepare depends on) and its short digest."""
+    key = workload.data_set_key()
+    return key, hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()[:12]
+
+
+def client_endpoint(server: ServerHandle, workload: WorkloadTool) -> Endpoint:
+    """Where ``workload`` connects, its password (if any) in its own 0600 option file."""
+    if isinstance(server, ExternalServerHandle):
+        options = workload.client_options(server.credentials())
+        return server.endpoint(workload.database, options, f"{workload.info.name}.cnf")
+    return server.endpoint(workload.database)
+
+
+def ready_for_trial(
+    server: ServerHandle,
+    workload: WorkloadTool,
+    spec: ManagedServer | ExternalServer,
+    binary: Path,
+    before_start: Callable[[], None] = lambda: None,
+    clock: Callable[[], float] = time.monotonic,
+) -> dict[str, float]:
+    """The server started (or reached) with the workload's data in place; the timings."""
+    if isinstance(server, ManagedServerHandle):
+        assert isinstance(spec, ManagedServer)
+        return _ready_managed(server, workload, spec, binary, before_start)
+    assert isinstance(spec, ExternalServer)
+    before_start()
+    return _ready_external(server, workload, spec, binary, clock)
+
+
+def _ready_managed(
+    server: ManagedServerHandle,
+    workload: WorkloadTool,
+    spec: ManagedServer,
+    binary: Path,
+    before_start: Callable[[], None],
+) -> dict[str, float]:
+    key, digest = data_set_id(workload)
+    if not server.has_data_set(digest):
+        _prepare_managed(server, workload, binary, key, digest)
+    restored = server.restore_data_set(digest)
+    before_start()  # after the restore (which fills the page cache), before the start
+    return {"restore_s": restored, **server.start(spec)}
+
+
+def _prepare_managed(
+    server: ManagedServerHandle, workload: WorkloadTool, binary: Path, key: tuple, digest: str
+) -> None:
+    server.load_base(workload.database)
+    argv = workload.prepare_argv(server.endpoint(workload.database), binary)
+    if argv:
+        server.start_for_prepare(workload.database)
+        try:
+            run_prepare(server.name, argv, server.home / "prepare.out")
+        finally:
+            server.stop()
+    server.save_data_set(digest, key)
+
+
+def _ready_external(
+    server: ExternalServerHandle,
+    workload: WorkloadTool,
+    spec: ExternalServer,
+    binary: Path,
+    clock: Callable[[], float],
+) -> dict[str, float]:
+    server.describe_once()
+    _, digest = data_set_id(workload)
+    loaded = server.loaded(workload.database) == digest
+    if not spec.prepare or (spec.reset == "none" and loaded):
+        return {}
+    started = clock()
+    server.ensure_database(workload.database)
+    endpoint = client_endpoint(server, workload)
+    for argv, output in (
+        (workload.cleanup_argv(endpoint, binary), "cleanup.out"),
+        (workload.prepare_argv(endpoint, binary), "prepare.out"),
+    ):
+        if argv:
+            run_prepare(server.name, argv, server.home / output)
+    server.mark_loaded(workload.database, digest)
+    return {"reset_s": clock() - started}
+
+
+def run_prepare(name: str, argv: list[str], out: Path) -> None:
+    """Run a workload's prepare or cleanup; a failure is one line from its output."""
+    done = proc.run(argv, timeout_s=PREPARE_TIMEOUT_S, stdout=out, merge_stderr=True)
+    if done.returncode == 0 and not done.timed_out:
+        return
+    text = out.read_text(errors="replace") if out.exists() else ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    fatal = [ln for ln in lines if "FATAL" in ln or "error" in ln.lower()]
+    detail = (fatal or lines[-1:] or [f"exit {done.returncode}"])[0]
+    if done.timed_out:
+        detail = f"did not finish within {PREPARE_TIMEOUT_S} s"
+    raise ToolError(f"server '{name}': preparing the data failed: {detail}")
