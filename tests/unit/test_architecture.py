@@ -1,0 +1,121 @@
+"""The folders' import rules (docs/architecture.md), checked on the source with ``ast``.
+
+Each part of ``src/dbrig`` may import only the parts listed for it. The rules the
+design depends on are the ones named in the docs: tools never start processes,
+report never imports run or server, analysis never imports report or scenario,
+store never imports run or server, scenario never imports run, and the server
+never imports the tools (it restores and starts by key; the run side prepares).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "dbrig"
+
+LEAVES = {"errors", "endpoint", "factors", "ownership", "metrics", "util"}
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "endpoint": {"errors"},
+    "factors": {"errors"},
+    "ownership": {"errors"},
+    "metrics": {"errors"},
+    "util": {"errors"},
+    "proc": {"errors"},
+    "tools": {"errors", "endpoint", "metrics", "util"},
+    "sampling": {"errors", "metrics", "util"},
+    "host": {"errors", "proc", "util"},
+    "scenario": {"errors", "factors", "host", "tools", "util"},
+    "server": {"errors", "endpoint", "ownership", "proc", "host", "scenario", "util"},
+    "store": {"errors", "ownership", "factors", "metrics", "util"},
+    "analysis": {"errors", "factors", "metrics", "util"},
+    "report": {"errors", "store", "analysis", "factors", "metrics", "tools", "util"},
+    "run": LEAVES
+    | {"proc", "host", "sampling", "scenario", "server", "store", "tools", "analysis"},
+    "commands": LEAVES
+    | {"proc", "host", "sampling", "scenario", "server", "store", "tools", "analysis"}
+    | {"report", "run"},
+    "cli": {"errors", "proc", "commands"},
+}
+# Only proc.py starts processes; nothing else may even import the means to.
+PROCESS_MODULES = {"subprocess", "multiprocessing", "pty"}
+
+
+def _part(path: Path) -> str:
+    """The part of dbrig a file belongs to: its folder, or its module name at the top."""
+    relative = path.relative_to(SRC).with_suffix("")
+    return relative.parts[0]
+
+
+def _dbrig_imports(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, part of dbrig) for every import of dbrig in ``tree``, nested ones too."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "dbrig":
+                found += [(node.lineno, alias.name) for alias in node.names]
+            elif node.module.startswith("dbrig."):
+                found.append((node.lineno, node.module.split(".")[1]))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("dbrig."):
+                    found.append((node.lineno, alias.name.split(".")[1]))
+    return found
+
+
+def _plain_imports(tree: ast.AST) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name.split(".")[0]) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module.split(".")[0]))
+    return found
+
+
+def _sources() -> list[Path]:
+    return sorted(p for p in SRC.rglob("*.py") if p.name != "__init__.py" or p.parent != SRC)
+
+
+def test_every_part_of_dbrig_has_rules() -> None:
+    parts = {_part(p) for p in _sources()}
+    assert parts <= set(ALLOWED), f"parts without import rules: {sorted(parts - set(ALLOWED))}"
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(SRC)))
+def test_imports_follow_the_data_path(path: Path) -> None:
+    part = _part(path)
+    tree = ast.parse(path.read_text(), filename=str(path))
+    allowed = ALLOWED[part] | {part, "__version__"}
+    wrong = [
+        f"{path.relative_to(SRC)}:{n}: {part} may not import dbrig.{other}"
+        for n, other in _dbrig_imports(tree)
+        if other not in allowed
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(SRC)))
+def test_only_proc_starts_processes(path: Path) -> None:
+    if _part(path) == "proc":
+        return
+    tree = ast.parse(path.read_text(), filename=str(path))
+    wrong = [
+        f"{path.relative_to(SRC)}:{n}: imports {name}; start processes through dbrig.proc"
+        for n, name in _plain_imports(tree)
+        if name in PROCESS_MODULES
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_rules_catch_a_forbidden_import() -> None:
+    tree = ast.parse("from dbrig.run.runner import Runner\nfrom dbrig import proc\n")
+    assert [other for _, other in _dbrig_imports(tree)] == ["run", "proc"]
+    assert "run" not in ALLOWED["report"] and "server" not in ALLOWED["report"]
+    assert "proc" not in ALLOWED["tools"] and "run" not in ALLOWED["scenario"]
+    assert not {"report", "scenario"} & ALLOWED["analysis"]
+    assert not {"run", "server"} & ALLOWED["store"]
+    assert "tools" not in ALLOWED["server"]
