@@ -46,6 +46,7 @@ from dbrig.report.warnings import (
     parse_size,
     throughput_metric,
 )
+from dbrig.tools.registry import INTERFERENCE_TOOLS
 
 REPORT_HTML = "report.html"
 RESULTS_BY_CELL = "results_by_cell.csv"
@@ -140,9 +141,9 @@ def _scenario_facts(data: RunData) -> list[tuple[str, str]]:
     tool = data.workload_tool
     if tool:
         facts.append(("Workload", f"{tool} " + _params_text(data.workload_params, data.factors)))
-    stress = data.stress_params
-    if stress:
-        facts.append(("Interference", _stress_text(stress, data.factors)))
+    for key, params in (data.scenario.get("interference") or {}).items():
+        if params is not None:
+            facts.append(("Interference", _interference_text(key, params, data.factors)))
     server = s.get("server") or {}
     if server.get("kind") == "external":
         facts.append(("Server", _external_text(server)))
@@ -185,12 +186,19 @@ def _params_text(params: dict[str, Any], factors: tuple[str, ...], skip_zero: bo
     return ", ".join(parts)
 
 
-def _stress_text(params: dict[str, Any], factors: tuple[str, ...]) -> str:
-    workers = ("cpu", "io", "hdd", "vm")
-    varied = any(f.startswith("interference.stress-ng.") for f in factors)
-    if not varied and not any(params.get(w) for w in workers):
-        return "none (every stress-ng stressor has 0 workers)"
-    return "stress-ng " + _params_text(params, factors, skip_zero=True)
+def _interference_text(key: str, params: dict[str, Any], factors: tuple[str, ...]) -> str:
+    """The tool and its settings, or why it did not run (the tool itself judges: a report
+    must not re-implement which settings make a tool do nothing)."""
+    varied = any(f.startswith(f"interference.{key}.") for f in factors)
+    tool = INTERFERENCE_TOOLS.get(key)
+    if tool is not None and not varied:
+        try:
+            active = tool(tool.params_model.model_validate(params)).active
+        except ValueError:  # a block an older dbrig accepted: show it as it was saved
+            active = True
+        if not active:
+            return f"none (every {key} stressor has 0 workers)"
+    return f"{key} " + _params_text(params, factors, skip_zero=True)
 
 
 def _unvaried(config: dict[str, Any], prefix: str, factors: tuple[str, ...]) -> dict[str, Any]:
