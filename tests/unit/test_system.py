@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from dbrig.errors import ConfigError
-from dbrig.host.settings import BlockDevice, SystemSettings, check, parse_scheduler
+from dbrig.host.probe import parse_scheduler
+from dbrig.host.settings import BlockDevice, SystemSettings, check
 
 
 def test_parse_scheduler_reads_active_and_offered() -> None:
@@ -15,6 +16,7 @@ def test_parse_scheduler_reads_active_and_offered() -> None:
     )
     assert parse_scheduler("[none]") == ("none", ["none"])
     assert parse_scheduler("") == (None, [])
+    assert parse_scheduler("none\n") == ("none", ["none"])  # the only one, shown bare
 
 
 def fake_device(tmp_path: Path, scheduler: str = "none [mq-deadline] kyber") -> BlockDevice:

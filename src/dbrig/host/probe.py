@@ -137,14 +137,27 @@ def block_device_of(path: Path) -> str | None:
 
 
 def io_scheduler(block_device: str | None) -> str | None:
-    """The active I/O scheduler of a block device (the bracketed entry), if readable."""
+    """The active I/O scheduler of a block device, if readable."""
     if not block_device:
         return None
     try:
         text = Path(f"/sys/block/{block_device}/queue/scheduler").read_text()
     except OSError:
         return None
+    return parse_scheduler(text)[0]
+
+
+def parse_scheduler(text: str) -> tuple[str | None, list[str]]:
+    """(active, offered) from a ``queue/scheduler`` file: ``none [mq-deadline] kyber bfq``.
+
+    The active one is bracketed; a device that offers only one shows it bare.
+    """
+    offered, active = [], None
     for word in text.split():
+        name = word.strip("[]")
+        offered.append(name)
         if word.startswith("["):
-            return word.strip("[]")
-    return text.strip() or None
+            active = name
+    if active is None and len(offered) == 1:
+        active = offered[0]
+    return active, offered

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from dbrig.errors import ConfigError, ServerError
+from dbrig.host.probe import parse_scheduler
 
 log = logging.getLogger(__name__)
 
@@ -42,17 +43,6 @@ class SystemSettings(BaseModel):
     @property
     def active(self) -> bool:
         return self.io_scheduler is not None or self.read_ahead_kb is not None or self.drop_caches
-
-
-def parse_scheduler(text: str) -> tuple[str | None, list[str]]:
-    """(active, offered) from a ``queue/scheduler`` file: ``none [mq-deadline] kyber bfq``."""
-    offered, active = [], None
-    for word in text.split():
-        name = word.strip("[]")
-        offered.append(name)
-        if word.startswith("["):
-            active = name
-    return active, offered
 
 
 class BlockDevice:
