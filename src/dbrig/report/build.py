@@ -30,9 +30,10 @@ from typing import Any
 import pandas as pd
 
 import dbrig
+from dbrig.metrics import HEADLINE, Metric, throughput_metrics
 from dbrig.report import charts, html
 from dbrig.report.data import RunData, load_run, plain_value, read_samples, read_trial_json
-from dbrig.report.metrics import Metric, headline_metrics
+from dbrig.report.metrics import headline_metrics
 from dbrig.report.tables import (
     CellStats,
     aggregate,
@@ -546,11 +547,10 @@ class _SeriesColumns:
 
 
 def _series_columns(data: RunData, headline: list[Metric]) -> _SeriesColumns:
-    throughput = _interval_column(data, ("tps", "events_per_s", "qps"))
-    percentile = next((m.name for m in headline if m.column == "latency_pct_ms"), "p95 latency")
-    return _SeriesColumns(
-        throughput, _throughput_label(throughput), ("latency_pct_ms", f"{percentile} (ms)")
-    )
+    throughput = _interval_column(data, throughput_metrics(per_interval=True))
+    # The run's percentile when it measured one, else the default's heading.
+    latency = next(m for m in (*headline, *HEADLINE) if m.name == "latency_pct_ms")
+    return _SeriesColumns(throughput.name, throughput.heading, (latency.name, latency.heading))
 
 
 def _timeseries_plots(
@@ -628,17 +628,12 @@ def _cell_plot(
     return Plot(f"cell_{cell['cell']}.png", title, caption, _png(fig))
 
 
-def _interval_column(data: RunData, candidates: tuple[str, ...]) -> str:
-    for column in candidates:
+def _interval_column(data: RunData, candidates: tuple[Metric, ...]) -> Metric:
+    for candidate in candidates:
+        column = candidate.name
         if column in data.results and data.results[column].notna().any():
-            return column
+            return candidate
     return candidates[0]
-
-
-def _throughput_label(column: str) -> str:
-    return {"tps": "TPS (txn/s)", "events_per_s": "events/s", "qps": "QPS (queries/s)"}.get(
-        column, column
-    )
 
 
 def _interval_series(data: RunData, trials: list[str]) -> list[charts.Series]:

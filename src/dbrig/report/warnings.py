@@ -34,6 +34,7 @@ from typing import Any
 
 import pandas as pd
 
+from dbrig.metrics import throughput_metrics
 from dbrig.report.data import RunData, load_run
 from dbrig.report.tables import CellStats, aggregate, cell_overview, metric_columns
 
@@ -46,12 +47,6 @@ MAX_STEAL_PCT = 5.0
 MIN_SAMPLER_WINDOW_S = 10.0
 MAX_SAMPLER_PCT = 1.0
 MAX_CELL_WARNINGS = 6
-THROUGHPUT_METRICS = (
-    ("tps", "TPS"),
-    ("queries_per_s", "queries/s"),
-    ("events_per_s", "events/s"),
-    ("qps", "QPS"),
-)
 
 
 @dataclass(frozen=True)
@@ -327,9 +322,10 @@ def _sampler_overhead(run: _Run) -> list[RunWarning]:
 
 def throughput_metric(stats: CellStats) -> tuple[str, str] | None:
     """The throughput column this run has (TPS for sysbench), with its display name."""
-    for column, name in THROUGHPUT_METRICS:
+    for metric in throughput_metrics():
+        column = metric.name
         if column in stats.mean.columns and stats.mean[column].notna().any():
-            return column, name
+            return column, metric.terminal_heading
     return None
 
 
