@@ -13,10 +13,11 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
+from dbrig.metrics import HEADLINE
 from dbrig.report import charts, summary, write_report
 from dbrig.report.build import REPORT_HTML, RESULTS_BY_CELL
 from dbrig.report.data import load_run, read_samples
-from dbrig.report.metrics import HEADLINE, headline_metrics
+from dbrig.report.metrics import headline_metrics
 
 RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
 COMPLETE = RUNS / "small-20261121-235548"

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from dbrig.report import RunWarning, run_warnings
-from dbrig.report.warnings import MAX_CELL_WARNINGS, parse_size
+from dbrig.report.warnings import MAX_CELL_WARNINGS
+from dbrig.util.units import parse_size
 
 RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
 COMPLETE = RUNS / "small-20261121-235548"

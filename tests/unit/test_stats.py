@@ -13,19 +13,17 @@ import numpy as np
 import pytest
 
 from dbrig.analysis.stats import (
-    METRIC_DIRECTIONS,
     Comparison,
-    Direction,
     Summary,
     compare_samples,
     detect_steps,
     detection_power,
-    direction_of,
     explain,
     mde_pct,
     runs_needed,
     summarize,
 )
+from dbrig.metrics import METRIC_DIRECTIONS, Direction, direction_of
 
 HIGHER = Direction.HIGHER_IS_BETTER
 LOWER = Direction.LOWER_IS_BETTER

@@ -41,9 +41,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dbrig.analysis.stats import Comparison, Direction, compare_samples, direction_of, explain
+from dbrig.analysis.stats import Comparison, compare_samples, explain
 from dbrig.errors import ConfigError
 from dbrig.factors import short_factor_names
+from dbrig.metrics import DERIVED, SYSBENCH, Direction, compared, direction_of
 
 VERDICTS = (
     "worse",
@@ -56,17 +57,10 @@ VERDICTS = (
     "unchanged",
 )
 
-HEADLINE_METRICS = ("tps", "qps", "latency_avg_ms", "latency_pct_ms", "errors_per_s")
-COST_METRICS = (
-    "server_cpu_us_per_txn",
-    "server_cpu_us_per_query",
-    "ctx_switches_per_txn",
-    "kb_read_per_txn",
-    "kb_written_per_txn",
-)
-# mysqlslap's headline metrics; absent from sysbench runs, so harmless in the default list.
-OTHER_TOOL_METRICS = ("avg_s", "queries_per_s")
-DEFAULT_METRICS = HEADLINE_METRICS + COST_METRICS + OTHER_TOOL_METRICS
+# Every tool's metrics: a run is compared on those it has. Then the parts, by producer.
+DEFAULT_METRICS = compared()
+HEADLINE_METRICS = compared(SYSBENCH)
+COST_METRICS = compared(DERIVED)
 
 _IDENTITY_COLUMNS = frozenset({"trial", "cell", "repetition", "server", "status", "reason"})
 

@@ -27,8 +27,9 @@ from dbrig.analysis.compare import (
     ok_values,
     resolve_factor,
 )
-from dbrig.analysis.stats import Direction, Step, detect_steps, direction_of, summarize
+from dbrig.analysis.stats import Step, detect_steps, summarize
 from dbrig.errors import ConfigError
+from dbrig.metrics import Direction, direction_of
 
 
 @dataclass(frozen=True)

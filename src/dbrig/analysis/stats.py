@@ -38,16 +38,15 @@ Numbers these functions give (CV 8 %, two-sided alpha 0.05, 80 % power)
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
 from functools import lru_cache
-from types import MappingProxyType
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as sps
+
+from dbrig.metrics import Direction
 
 Verdict = Literal["better", "worse", "unchanged", "inconclusive", "insufficient data"]
 
@@ -114,55 +113,6 @@ def summarize(values: ArrayLike, confidence: float = 0.95) -> Summary:
 
 def _t_half_width(stdev: float, n: int, confidence: float) -> float:
     return float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * stdev / math.sqrt(n)
-
-
-# --------------------------------------------------------------------------- directions
-
-
-class Direction(Enum):
-    """Which way a metric improves."""
-
-    HIGHER_IS_BETTER = "higher"
-    LOWER_IS_BETTER = "lower"
-
-
-_HIGHER = Direction.HIGHER_IS_BETTER
-_LOWER = Direction.LOWER_IS_BETTER
-
-METRIC_DIRECTIONS: Mapping[str, Direction] = MappingProxyType(
-    {
-        "tps": _HIGHER,
-        "qps": _HIGHER,
-        "events_per_s": _HIGHER,
-        "queries_per_s": _HIGHER,
-        "latency_avg_ms": _LOWER,
-        "latency_pct_ms": _LOWER,
-        "latency_max_ms": _LOWER,
-        "avg_s": _LOWER,  # mysqlslap: average seconds to run all queries
-        "errors_per_s": _LOWER,
-        "reconnects_per_s": _LOWER,
-        "server_cpu_us_per_txn": _LOWER,
-        "server_cpu_us_per_query": _LOWER,
-        "ctx_switches_per_txn": _LOWER,
-        "kb_read_per_txn": _LOWER,
-        "kb_written_per_txn": _LOWER,
-    }
-)
-
-
-def direction_of(metric: str) -> Direction | None:
-    """The direction of a metric, or None when unknown.
-
-    The registry wins; otherwise any ``latency_*`` metric and any ``*_per_txn``
-    or ``*_per_query`` cost is lower-is-better. Unknown metrics return None: the caller should
-    mark them incomparable or report a two-sided change, never better/worse.
-    """
-    key = metric.strip().lower()
-    if key in METRIC_DIRECTIONS:
-        return METRIC_DIRECTIONS[key]
-    if key.startswith("latency_") or key.endswith(("_per_txn", "_per_query")):
-        return _LOWER
-    return None
 
 
 # --------------------------------------------------------------------------- power

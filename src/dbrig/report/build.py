@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +29,10 @@ from typing import Any
 import pandas as pd
 
 import dbrig
+from dbrig.metrics import HEADLINE, Metric, throughput_metrics
 from dbrig.report import charts, html
 from dbrig.report.data import RunData, load_run, plain_value, read_samples, read_trial_json
-from dbrig.report.metrics import Metric, headline_metrics
+from dbrig.report.metrics import headline_metrics
 from dbrig.report.tables import (
     CellStats,
     aggregate,
@@ -40,13 +40,10 @@ from dbrig.report.tables import (
     cell_overview,
     metric_columns,
 )
-from dbrig.report.warnings import (
-    RunWarning,
-    compute_warnings,
-    parse_size,
-    throughput_metric,
-)
+from dbrig.report.warnings import RunWarning, compute_warnings, throughput_metric
 from dbrig.tools.registry import INTERFERENCE_TOOLS
+from dbrig.util.files import replacing, write_text_atomic
+from dbrig.util.units import parse_size, to_float
 
 REPORT_HTML = "report.html"
 RESULTS_BY_CELL = "results_by_cell.csv"
@@ -74,7 +71,8 @@ def write_report(run_dir: Path, *, max_cell_figures: int = MAX_CELL_FIGURES) -> 
         data.results, metric_columns(data.results, data.factors), list(overview["cell"])
     )
     warnings = compute_warnings(data, overview, stats)
-    _write_csv(data.path / RESULTS_BY_CELL, by_cell_frame(overview, stats))
+    with replacing(data.path / RESULTS_BY_CELL) as tmp:
+        by_cell_frame(overview, stats).to_csv(tmp, index=False)
     headline = headline_metrics(data.results)
     plots = _factor_plots(data, overview, stats, headline)
     grid_cells = _cells_with_trials(overview, max(MAX_GRID_CELLS, max_cell_figures))
@@ -90,7 +88,7 @@ def write_report(run_dir: Path, *, max_cell_figures: int = MAX_CELL_FIGURES) -> 
         cells_with_trials=int((overview["trials"] > 0).sum()),
     )
     page = data.path / REPORT_HTML
-    _write_text(page, html.render(context))
+    write_text_atomic(page, html.render(context))
     return page
 
 
@@ -432,7 +430,7 @@ def _repetition_rows(
                 "ok": rec.status == "ok",
                 "status": rec.status,
                 "reason": rec.reason or "",
-                "values": [m.format(_float(v)) for m, v in zip(headline, values, strict=True)],
+                "values": [m.format(to_float(v)) for m, v in zip(headline, values, strict=True)],
             }
         )
     return rows
@@ -525,9 +523,12 @@ def _factor_points(
 
 
 def _sort_key(value: Any) -> tuple[int, float, str]:
-    size = parse_size(value)
-    if size is not None:
-        return (0, size, "")
+    """Numbers and sizes (128M) in numeric order, then the rest as text."""
+    number = to_float(value)
+    if number is None:
+        number = parse_size(value)
+    if number is not None:
+        return (0, number, "")
     return (1, 0.0, str(value))
 
 
@@ -554,11 +555,10 @@ class _SeriesColumns:
 
 
 def _series_columns(data: RunData, headline: list[Metric]) -> _SeriesColumns:
-    throughput = _interval_column(data, ("tps", "events_per_s", "qps"))
-    percentile = next((m.name for m in headline if m.column == "latency_pct_ms"), "p95 latency")
-    return _SeriesColumns(
-        throughput, _throughput_label(throughput), ("latency_pct_ms", f"{percentile} (ms)")
-    )
+    throughput = _interval_column(data, throughput_metrics(per_interval=True))
+    # The run's percentile when it measured one, else the default's heading.
+    latency = next(m for m in (*headline, *HEADLINE) if m.name == "latency_pct_ms")
+    return _SeriesColumns(throughput.name, throughput.heading, (latency.name, latency.heading))
 
 
 def _timeseries_plots(
@@ -636,17 +636,12 @@ def _cell_plot(
     return Plot(f"cell_{cell['cell']}.png", title, caption, _png(fig))
 
 
-def _interval_column(data: RunData, candidates: tuple[str, ...]) -> str:
-    for column in candidates:
+def _interval_column(data: RunData, candidates: tuple[Metric, ...]) -> Metric:
+    for candidate in candidates:
+        column = candidate.name
         if column in data.results and data.results[column].notna().any():
-            return column
+            return candidate
     return candidates[0]
-
-
-def _throughput_label(column: str) -> str:
-    return {"tps": "TPS (txn/s)", "events_per_s": "events/s", "qps": "QPS (queries/s)"}.get(
-        column, column
-    )
 
 
 def _interval_series(data: RunData, trials: list[str]) -> list[charts.Series]:
@@ -694,18 +689,6 @@ def _write_plots(folder: Path, plots: list[Plot]) -> None:
         (folder / plot.file).write_bytes(plot.png)
 
 
-def _write_csv(path: Path, frame: pd.DataFrame) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    frame.to_csv(tmp, index=False)
-    os.replace(tmp, path)
-
-
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _read_text(path: Path) -> str:
     try:
         return path.read_text(errors="replace")
@@ -722,14 +705,6 @@ def _when(value: Any) -> str:
         return str(value)
     zone = " UTC" if stamp.utcoffset() == dt.timedelta(0) else ""
     return stamp.strftime("%Y-%m-%d %H:%M:%S") + zone
-
-
-def _float(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
 
 
 def _size_text(size: float) -> str:

@@ -28,7 +28,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from dbrig.report.metrics import Metric
+from dbrig.metrics import Metric
 
 DPI = 100
 PALETTE = (
@@ -160,7 +160,7 @@ def factor_chart(
             draw(ax, points, x, series, groups, metric)
             ax.set_title(metric.heading)
             ax.set_xlabel(x_label)
-            ax.set_ylabel(metric.unit or metric.name)
+            ax.set_ylabel(metric.unit or metric.label)
             ax.set_ylim(bottom=0)
         for ax in axes[len(metrics) :]:
             ax.set_visible(False)

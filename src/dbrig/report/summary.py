@@ -14,18 +14,7 @@ import pandas as pd
 
 from dbrig.analysis.stats import summarize
 from dbrig.errors import ConfigError
-
-# (column in results, heading, format); the first ones found are shown.
-HEADLINE = (
-    ("tps", "TPS", "{:.1f}"),
-    ("qps", "QPS", "{:.0f}"),
-    ("latency_avg_ms", "avg ms", "{:.2f}"),
-    ("latency_pct_ms", "p{pct} ms", "{:.2f}"),
-    ("errors_per_s", "err/s", "{:.2f}"),
-    ("events_per_s", "events/s", "{:.1f}"),
-    ("avg_s", "avg s", "{:.3f}"),
-    ("queries_per_s", "queries/s", "{:.0f}"),
-)
+from dbrig.metrics import DEFAULT_PERCENTILE, HEADLINE, format_spec, headline
 
 
 def cell_table(
@@ -42,7 +31,8 @@ def cell_table(
             if factor in group:
                 row[labels.get(factor, factor)] = group[factor].iloc[0]
         row["n"] = f"{len(ok)}/{len(group)}"
-        for column, _, _ in HEADLINE:
+        for metric in HEADLINE:
+            column = metric.name
             if column in ok and ok[column].notna().any():
                 row[column] = _mean_ci_cv(ok[column].dropna().tolist())
         failed = group[group["status"] != "ok"]
@@ -75,7 +65,10 @@ def render(table: pd.DataFrame, percentile: int | None = None) -> tuple[list[str
     """Headings and rows of strings, ready for a terminal table."""
     if table.empty:
         return [], []
-    formats = {c: (h.format(pct=percentile or 95), f) for c, h, f in HEADLINE}
+    formats = {
+        m.name: (m.terminal_heading, m.terminal_format)
+        for m in headline(percentile=percentile or DEFAULT_PERCENTILE)
+    }
     headings, columns = [], []
     for column in table.columns:
         if column == "failed" and not table[column].astype(bool).any():
@@ -111,7 +104,7 @@ def pivot(
     if metric not in results:
         raise ConfigError(f"--metric {metric}: not a column of this run's results")
     ok = results[results["status"] == "ok"]
-    fmt = next((f for c, _, f in HEADLINE if c == metric), "{:.4g}")
+    fmt = "{:" + format_spec(metric) + "}"
     across = list(dict.fromkeys(results[column_key]))
     body = []
     for down, group in ok.groupby(row_key, sort=False):

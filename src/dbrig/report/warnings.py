@@ -26,7 +26,6 @@ sampler_overhead          the samplers' own CPU (``sampler_cpu_pct``) above 1 % 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +33,10 @@ from typing import Any
 
 import pandas as pd
 
+from dbrig.metrics import throughput_metrics
 from dbrig.report.data import RunData, load_run
 from dbrig.report.tables import CellStats, aggregate, cell_overview, metric_columns
+from dbrig.util.units import parse_size, to_float
 
 MIN_WINDOW_S = 60.0
 SYSBENCH_ROW_BYTES = 230  # sbtest row with its primary and secondary index, roughly
@@ -46,12 +47,6 @@ MAX_STEAL_PCT = 5.0
 MIN_SAMPLER_WINDOW_S = 10.0
 MAX_SAMPLER_PCT = 1.0
 MAX_CELL_WARNINGS = 6
-THROUGHPUT_METRICS = (
-    ("tps", "TPS"),
-    ("queries_per_s", "queries/s"),
-    ("events_per_s", "events/s"),
-    ("qps", "QPS"),
-)
 
 
 @dataclass(frozen=True)
@@ -170,8 +165,8 @@ def _data_in_buffer_pool(run: _Run) -> list[RunWarning]:
         return []
     hits = []
     for cell in run.overview.to_dict("records"):
-        tables = _number(data.setting(cell, "workload.sysbench.tables"))
-        rows = _number(data.setting(cell, "workload.sysbench.table_size"))
+        tables = to_float(data.setting(cell, "workload.sysbench.tables"))
+        rows = to_float(data.setting(cell, "workload.sysbench.table_size"))
         pool = buffer_pool_bytes(data, cell)
         if tables is None or rows is None or pool is None:
             continue
@@ -327,13 +322,14 @@ def _sampler_overhead(run: _Run) -> list[RunWarning]:
 
 def throughput_metric(stats: CellStats) -> tuple[str, str] | None:
     """The throughput column this run has (TPS for sysbench), with its display name."""
-    for column, name in THROUGHPUT_METRICS:
+    for metric in throughput_metrics():
+        column = metric.name
         if column in stats.mean.columns and stats.mean[column].notna().any():
-            return column, name
+            return column, metric.terminal_heading
     return None
 
 
-def buffer_pool_bytes(data: RunData, cell: dict[str, Any]) -> float | None:
+def buffer_pool_bytes(data: RunData, cell: dict[str, Any]) -> int | None:
     """The cell's innodb_buffer_pool_size in bytes: its factor if varied, else the server's."""
     server = str(cell.get("server") or "default")
     for key in (
@@ -344,22 +340,6 @@ def buffer_pool_bytes(data: RunData, cell: dict[str, Any]) -> float | None:
             return parse_size(cell[key])
     variables = ((data.meta.get("servers") or {}).get(server) or {}).get("variables") or {}
     return parse_size(variables.get("innodb_buffer_pool_size"))
-
-
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)i?b?\s*$", re.IGNORECASE)
-_SCALE = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
-
-
-def parse_size(value: Any) -> float | None:
-    """A my.cnf size (``128M``, ``1G``, ``67108864``) in bytes; None if it is not one."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    match = _SIZE_RE.match(str(value))
-    if not match:
-        return None
-    return float(match.group(1)) * _SCALE[match.group(2).lower()]
 
 
 def _where(hit: _Hit) -> str:
@@ -392,15 +372,6 @@ def _uniform_or_per_cell(
     if hits and len(hits) == n_cells and len({h.text for h in hits}) == 1:
         return [RunWarning(code, f"{hits[0].text} in every cell{suffix}")]
     return _per_cell(code, hits, n_cells, summary, "", suffix)
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _mib(size: float) -> str:

@@ -25,6 +25,7 @@ from dbrig import proc, store
 from dbrig.errors import DbrigError, Interrupted
 from dbrig.host import probe
 from dbrig.host import settings as host_settings
+from dbrig.metrics import progress_line
 from dbrig.run.preflight import Toolbox, datadir_device
 from dbrig.run.progress import Progress
 from dbrig.run.trial import TrialContext, TrialExecutor, TrialRecord
@@ -127,18 +128,7 @@ class Runner:
     def _detail(self, record: TrialRecord) -> str:
         if record.status != "ok":
             return record.reason or "failed"
-        m = record.metrics
-        parts = []
-        for key, fmt in (
-            ("tps", "{:.1f} tps"),
-            ("qps", "{:.0f} qps"),
-            ("latency_avg_ms", "avg {:.2f} ms"),
-            ("avg_s", "avg {:.3f} s"),
-            ("queries_per_s", "{:.0f} q/s"),
-        ):
-            if key in m:
-                parts.append(fmt.format(m[key]))
-        return ", ".join(parts) or "done"
+        return progress_line(record.metrics) or "done"
 
     def _write_results(self) -> None:
         self.run.write_results(store.results_frame(self.run.trial_records().values()))

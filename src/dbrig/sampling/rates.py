@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from dbrig.util.units import to_float
+
 MIB = 1024 * 1024
 
 
@@ -20,11 +22,9 @@ def _fields(snapshot: Any) -> dict[str, Any]:
 
 
 def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
+    """A finite number or None: an infinite counter is as unknown as a missing one."""
+    number = to_float(value)
+    return number if number is not None and math.isfinite(number) else None
 
 
 def _delta(before: Any, after: Any) -> float | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +28,8 @@ from dbrig.server import datadir as dd
 from dbrig.server.binary import ServerBinary
 from dbrig.server.external import ExternalConnection
 from dbrig.server.sandbox import Sandbox
+from dbrig.util.units import parse_size, to_float
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtKMGT]?)[bB]?\s*$")
 _BOOLEAN_WORDS = {"on": "1", "true": "1", "yes": "1", "off": "0", "false": "0", "no": "0"}
 
 
@@ -65,12 +64,12 @@ def normalise_setting(value: Any) -> str:
     text = str(value).strip()
     if text.lower() in _BOOLEAN_WORDS:
         return _BOOLEAN_WORDS[text.lower()]
-    match = _SIZE.match(text)
-    if match:
-        number, unit = match.groups()
-        scale = 1024 ** " KMGT".index(unit.upper() or " ")
-        amount = float(number) * scale
-        return str(int(amount)) if amount == int(amount) else str(amount)
+    size = parse_size(text)
+    if size is not None:
+        return str(size)
+    number = to_float(text)  # 0.500000, as the server shows long_query_time = 0.5
+    if number is not None:
+        return str(int(number)) if number.is_integer() else str(number)
     return text.lower()
 
 

@@ -35,6 +35,7 @@ import pandas as pd
 
 from dbrig import ownership
 from dbrig.errors import ConfigError
+from dbrig.util import files
 
 FORMAT_VERSION = 1
 RUN_JSON = "run.json"
@@ -42,9 +43,7 @@ TRIAL_JSON = "trial.json"
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-    os.replace(tmp, path)
+    files.write_json_atomic(path, data)
 
 
 def read_json(path: Path) -> dict[str, Any]:

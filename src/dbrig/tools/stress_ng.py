@@ -69,7 +69,8 @@ KEY_PATH = "interference.stress-ng"
 CPU_STRESSOR = "cpu"
 
 # stress-ng's own size syntax: a number with an optional b/k/m/g/t suffix, or a percentage.
-# "256MB" is refused: stress-ng 0.15.06 silently reads it as 256 bytes.
+# "256MB" is refused: stress-ng 0.15.06 silently reads it as 256 bytes. Only validated here
+# (stress-ng parses it), so not dbrig.util.units.parse_size, which takes "MB" and no "%".
 _BYTES_PATTERN = r"^\d+(\.\d+)?([bBkKmMgGtT]|%)?$"
 
 # stress-ng(1) EXIT STATUS

@@ -1,0 +1,465 @@
+"""Every metric column dbrig writes to results.csv, described once.
+
+One :class:`Metric` per column: its label and unit, how to format a value, which
+way is better, whether it is a headline metric, and which tool or sampler
+produces it. The terminal table, the report, ``dbrig compare``, the warnings and
+the per-trial progress line all read this registry; a new metric is one entry in
+:data:`REGISTRY`.
+
+Orders that callers rely on come from the registry order: the headline metrics
+(:func:`headline`), the metrics compared by default (:func:`compared`) and the
+parts of the progress line. The throughput measure of a run is picked by
+``throughput`` rank instead (:func:`throughput_metrics`).
+
+A leaf module: it imports nothing from dbrig, so every layer may read it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from types import MappingProxyType
+
+# Who produces a column.
+SYSBENCH = "sysbench"  # the tool's final summary (dbrig.tools.sysbench)
+MYSQLSLAP = "mysqlslap"  # the tool's benchmark row (dbrig.tools.mysqlslap)
+STRESS_NG = "stress-ng"  # the interference process and its --metrics-brief report
+RUNNER = "runner"  # measured by the runner around the workload (wait4, clocks)
+HOST_SAMPLER = "host sampler"  # cpu.csv, disk.csv, memory.csv, procs.csv (docs/sampling.md)
+STATUS_SAMPLER = "status sampler"  # status.csv: SHOW GLOBAL STATUS
+SAMPLERS = "samplers"  # sampler.csv: the samplers' own cost
+DERIVED = "derived"  # computed from other columns after the trial (cost per unit of work)
+SOURCES = frozenset(
+    {SYSBENCH, MYSQLSLAP, STRESS_NG, RUNNER, HOST_SAMPLER, STATUS_SAMPLER, SAMPLERS, DERIVED}
+)
+
+UNITS = frozenset(
+    {
+        "",  # a bare number: a count or a setting
+        "s",
+        "ms",
+        "µs",
+        "txn/s",
+        "queries/s",
+        "errors/s",
+        "events/s",
+        "ops/s",
+        "1/s",
+        "%",
+        "% of one core",
+        "MiB",
+        "MiB/s",
+        "KiB",
+        "0..1",
+    }
+)
+
+DEFAULT_FORMAT = ".4g"  # non-headline metrics span magnitudes: four significant digits
+DEFAULT_PERCENTILE = 95  # sysbench's --percentile default
+_NUMBER = "<N>"  # in a name: any non-negative integer (cpu_busy_pct_core<N>)
+
+
+class Direction(Enum):
+    """Which way a metric improves."""
+
+    HIGHER_IS_BETTER = "higher"
+    LOWER_IS_BETTER = "lower"
+
+
+HIGHER = Direction.HIGHER_IS_BETTER
+LOWER = Direction.LOWER_IS_BETTER
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One column of results.csv."""
+
+    name: str  # the column; "<N>" stands for a number
+    label: str  # report heading without the unit; "{pct}" is the latency percentile
+    unit: str  # one of UNITS
+    source: str  # one of SOURCES
+    description: str = ""
+    fmt: str = DEFAULT_FORMAT  # format spec of one value, without thousands separators
+    # None: dbrig states no direction (direction_of still applies its naming rules).
+    direction: Direction | None = None
+    headline: bool = False  # a column of the result tables, in registry order
+    compared: bool = False  # compared by `dbrig compare` without --metric, in registry order
+    short: str = ""  # terminal table heading; the label when empty
+    progress: str | None = None  # its part of the per-trial progress line: "{} tps"
+    throughput: int | None = None  # rank when picking the run's throughput measure, 1 first
+    per_interval: bool = False  # sysbench also reports it per interval (intervals.csv)
+
+    @property
+    def column(self) -> str:
+        """The results.csv column (the report code's word for :attr:`name`)."""
+        return self.name
+
+    @property
+    def heading(self) -> str:
+        """Label and unit, as the report and its charts show them: ``TPS (txn/s)``."""
+        return f"{self.label} ({self.unit})" if self.unit else self.label
+
+    @property
+    def terminal_heading(self) -> str:
+        return self.short or self.label
+
+    @property
+    def report_format(self) -> str:
+        return "{:," + self.fmt + "}"
+
+    @property
+    def terminal_format(self) -> str:
+        return "{:" + self.fmt + "}"
+
+    def format(self, value: float | None, *, grouped: bool = True) -> str:
+        """One value; empty for None or NaN. ``grouped``: with thousands separators."""
+        return _format(value, self.fmt, grouped)
+
+    def progress_text(self, value: float) -> str:
+        assert self.progress is not None
+        return self.progress.format(format(value, self.fmt))
+
+    def at_percentile(self, pct: object) -> Metric:
+        """This metric with ``{pct}`` in its headings filled in (p95, p99)."""
+        if "{pct}" not in self.label + self.short:
+            return self
+        return dataclasses.replace(
+            self, label=self.label.format(pct=pct), short=self.short.format(pct=pct)
+        )
+
+
+def _sysbench() -> Iterator[Metric]:
+    s = SYSBENCH
+    yield Metric(
+        "tps",
+        "TPS",
+        "txn/s",
+        s,
+        "transactions per second over the measured window",
+        fmt=".1f",
+        direction=HIGHER,
+        headline=True,
+        compared=True,
+        short="TPS",
+        progress="{} tps",
+        throughput=1,
+        per_interval=True,
+    )
+    yield Metric(
+        "qps",
+        "QPS",
+        "queries/s",
+        s,
+        "queries per second",
+        fmt=".0f",
+        direction=HIGHER,
+        headline=True,
+        compared=True,
+        short="QPS",
+        progress="{} qps",
+        throughput=4,
+        per_interval=True,
+    )
+    yield Metric(
+        "latency_avg_ms",
+        "avg latency",
+        "ms",
+        s,
+        "mean latency of an event (a transaction)",
+        fmt=".2f",
+        direction=LOWER,
+        headline=True,
+        compared=True,
+        short="avg ms",
+        progress="avg {} ms",
+    )
+    yield Metric(
+        "latency_pct_ms",
+        "p{pct} latency",
+        "ms",
+        s,
+        "latency at the run's percentile (column percentile)",
+        fmt=".2f",
+        direction=LOWER,
+        headline=True,
+        compared=True,
+        short="p{pct} ms",
+        per_interval=True,
+    )
+    yield Metric(
+        "errors_per_s",
+        "error rate",
+        "errors/s",
+        s,
+        "ignored errors per second",
+        fmt=".2f",
+        direction=LOWER,
+        headline=True,
+        compared=True,
+        short="err/s",
+        per_interval=True,
+    )
+    # Headline, but not compared by default: `dbrig compare --metric events_per_s` does.
+    yield Metric(
+        "events_per_s",
+        "event rate",
+        "events/s",
+        s,
+        "cpu test: events per second",
+        fmt=".1f",
+        direction=HIGHER,
+        headline=True,
+        short="events/s",
+        throughput=3,
+        per_interval=True,
+    )
+    yield Metric("latency_min_ms", "min latency", "ms", s, "fastest event")
+    yield Metric("latency_max_ms", "max latency", "ms", s, "slowest event", direction=LOWER)
+    yield Metric("latency_sum_ms", "latency sum", "ms", s, "sum of all event latencies")
+    yield Metric(
+        "percentile", "latency percentile", "", s, "what latency_pct_ms is for; 0 when disabled"
+    )
+    yield Metric("transactions", "transactions", "", s, "count in the measured window")
+    for kind in ("read", "write", "other", "total"):
+        yield Metric(f"queries_{kind}", f"{kind} queries", "", s, f"count of {kind} queries")
+    yield Metric("ignored_errors", "ignored errors", "", s, "count (--mysql-ignore-errors)")
+    yield Metric("ignored_errors_per_s", "ignored errors", "errors/s", s, "same as errors_per_s")
+    yield Metric("reconnects", "reconnects", "", s, "count")
+    yield Metric(
+        "reconnects_per_s",
+        "reconnect rate",
+        "1/s",
+        s,
+        "reconnects per second",
+        direction=LOWER,
+        per_interval=True,
+    )
+    yield Metric("total_time_s", "total time", "s", s, "since the run started, warm-up included")
+    yield Metric("measured_time_s", "measured window", "s", s, "since the last checkpoint")
+    yield Metric("events", "events", "", s, "total number of events")
+    yield Metric("events_per_thread_avg", "events per thread", "", s, "mean over threads")
+    yield Metric("events_per_thread_stddev", "events per thread, stddev", "", s)
+    yield Metric("exec_time_per_thread_avg_s", "time per thread", "s", s, "mean over threads")
+    yield Metric("exec_time_per_thread_stddev_s", "time per thread, stddev", "s", s)
+    yield Metric("operations", "operations", "", s, "memory test: total operations")
+    yield Metric("operations_per_s", "operation rate", "ops/s", s, "memory test")
+    yield Metric("mib_transferred", "transferred", "MiB", s, "memory test")
+    yield Metric("mib_per_s", "transfer rate", "MiB/s", s, "memory test", per_interval=True)
+    for op in ("reads", "writes", "fsyncs"):
+        yield Metric(f"{op}_per_s", f"{op}", "1/s", s, "fileio test", per_interval=True)
+    yield Metric("read_mib_per_s", "read", "MiB/s", s, "fileio test", per_interval=True)
+    yield Metric("written_mib_per_s", "written", "MiB/s", s, "fileio test", per_interval=True)
+
+
+def _derived() -> Iterator[Metric]:
+    d = DERIVED
+    for name, label, unit, what in (
+        ("server_cpu_us_per_txn", "server CPU per txn", "µs", "server_cpu_s / transactions"),
+        ("server_cpu_us_per_query", "server CPU per query", "µs", "server_cpu_s / queries_total"),
+        ("ctx_switches_per_txn", "context switches per txn", "", "server_ctx_switches / txn"),
+        ("kb_read_per_txn", "read per txn", "KiB", "server storage reads / transactions"),
+        ("kb_written_per_txn", "written per txn", "KiB", "server storage writes / transactions"),
+    ):
+        yield Metric(name, label, unit, d, what, direction=LOWER, compared=True)
+
+
+def _mysqlslap() -> Iterator[Metric]:
+    m = MYSQLSLAP
+    yield Metric(
+        "avg_s",
+        "avg run time",
+        "s",
+        m,
+        "mean over --iterations of the time to run all queries",
+        fmt=".3f",
+        direction=LOWER,
+        headline=True,
+        compared=True,
+        short="avg s",
+        progress="avg {} s",
+    )
+    yield Metric("min_s", "min run time", "s", m, "fastest iteration")
+    yield Metric("max_s", "max run time", "s", m, "slowest iteration")
+    yield Metric(
+        "queries_per_s",
+        "query rate",
+        "queries/s",
+        m,
+        "concurrency * queries_per_client / avg_s",
+        fmt=".0f",
+        direction=HIGHER,
+        headline=True,
+        compared=True,
+        short="queries/s",
+        progress="{} q/s",
+        throughput=2,
+    )
+    yield Metric("concurrency", "clients", "", m, "client threads")
+    yield Metric("queries_per_client", "queries per client", "", m)
+
+
+def _runner() -> Iterator[Metric]:
+    r = RUNNER
+    yield Metric("client_user_cpu_s", "client user CPU", "s", r, "the workload tool's, from wait4")
+    yield Metric("client_sys_cpu_s", "client system CPU", "s", r, "the workload tool's, from wait4")
+    for step, label in (
+        ("restore", "restore"),
+        ("server_start", "server start"),
+        ("server_stop", "server stop"),
+        ("reset", "reset"),
+        ("workload", "workload"),
+    ):
+        yield Metric(f"time_{step}_s", f"{label} time", "s", r, "wall-clock time of the step")
+
+
+def _stress_ng() -> Iterator[Metric]:
+    n = STRESS_NG
+    yield Metric("stress_cpu_s_requested", "stress CPU asked", "s", n, "workers x load x time")
+    yield Metric("stress_cpu_s_achieved", "stress CPU got", "s", n, "usr + sys, from wait4")
+    yield Metric("stress_achieved_ratio", "stress achieved", "0..1", n, "got / asked")
+    yield Metric("stress_bogo_ops", "bogo ops", "", n, "--metrics-brief")
+    yield Metric("stress_bogo_ops_per_s", "bogo ops rate", "ops/s", n, "--metrics-brief, real time")
+    yield Metric("stress_usr_s", "stress user time", "s", n, "--metrics-brief")
+    yield Metric("stress_sys_s", "stress system time", "s", n, "--metrics-brief")
+
+
+def _process(key: str, who: str) -> Iterator[Metric]:
+    """procs.csv summaries of one role (sampling.summary.role_key)."""
+    h = HOST_SAMPLER
+    yield Metric(f"{key}_cpu_pct", f"{who} CPU", "% of one core", h, "mean share")
+    yield Metric(f"{key}_cpu_s", f"{who} CPU time", "s", h, "CPU seconds in the window")
+    yield Metric(f"{key}_rss_mb_max", f"{who} peak RSS", "MiB", h)
+    yield Metric(f"{key}_ctx_switches", f"{who} context switches", "", h, "count in the window")
+    yield Metric(f"{key}_read_mb_per_s", f"{who} reads", "MiB/s", h, "storage I/O")
+    yield Metric(f"{key}_write_mb_per_s", f"{who} writes", "MiB/s", h, "storage I/O")
+
+
+def _samplers() -> Iterator[Metric]:
+    h = HOST_SAMPLER
+    yield Metric("cpu_busy_pct", "CPU busy", "%", h, "mean over cores")
+    yield Metric(f"cpu_busy_pct_core{_NUMBER}", "core busy", "%", h, "one core")
+    yield Metric("pinned_cores_busy_pct", "pinned cores busy", "%", h, "cores stress-ng is on")
+    yield Metric("iowait_pct", "iowait", "%", h, "mean over cores")
+    yield Metric("steal_pct", "steal", "%", h, "mean over cores: the hypervisor took it")
+    yield Metric("disk_iops", "disk IOPS", "1/s", h, "reads + writes, sampled devices")
+    yield Metric("disk_read_mb_per_s", "disk reads", "MiB/s", h, "sampled devices")
+    yield Metric("disk_write_mb_per_s", "disk writes", "MiB/s", h, "sampled devices")
+    yield Metric("disk_await_ms", "disk await", "ms", h, "per completed I/O")
+    yield Metric("disk_util_pct", "disk utilisation", "%", h, "mean over devices")
+    yield Metric("swap_in_mb_per_s", "swap in", "MiB/s", h)
+    yield Metric("swap_out_mb_per_s", "swap out", "MiB/s", h)
+    yield Metric("mem_available_mb_min", "min available memory", "MiB", h)
+    yield from _process("server", "server")
+    yield from _process("workload", "workload")
+    yield from _process("stress", "stress-ng")
+    yield Metric("questions_per_s", "questions", "1/s", STATUS_SAMPLER, "the server's counter")
+    yield Metric(
+        "buffer_pool_hit_ratio",
+        "buffer pool hits",
+        "0..1",
+        STATUS_SAMPLER,
+        "1 - Innodb_buffer_pool_reads / Innodb_buffer_pool_read_requests",
+    )
+    yield Metric("sampler_cpu_pct", "sampler CPU", "% of one core", SAMPLERS, "both samplers")
+
+
+REGISTRY: tuple[Metric, ...] = (
+    *_sysbench(),
+    *_derived(),  # costs per transaction: after sysbench, before mysqlslap in compare's order
+    *_mysqlslap(),
+    *_runner(),
+    *_stress_ng(),
+    *_samplers(),
+)
+
+_BY_NAME = MappingProxyType({m.name: m for m in REGISTRY if _NUMBER not in m.name})
+_PATTERNS = tuple(
+    (re.compile(re.escape(m.name).replace(re.escape(_NUMBER), r"\d+")), m)
+    for m in REGISTRY
+    if _NUMBER in m.name
+)
+
+# The directions dbrig states; direction_of adds its naming rules.
+METRIC_DIRECTIONS: Mapping[str, Direction] = MappingProxyType(
+    {m.name: m.direction for m in REGISTRY if m.direction is not None}
+)
+
+
+def metric(name: str) -> Metric | None:
+    """The registry entry of a results.csv column, or None when dbrig does not know it."""
+    found = _BY_NAME.get(name)
+    if found is not None:
+        return found
+    return next((m for pattern, m in _PATTERNS if pattern.fullmatch(name)), None)
+
+
+def compared(source: str | None = None) -> tuple[str, ...]:
+    """What ``dbrig compare`` compares without --metric, in order (only ``source``'s if given)."""
+    return tuple(m.name for m in REGISTRY if m.compared and source in (None, m.source))
+
+
+def headline(
+    measured: Collection[str] | None = None, percentile: object = DEFAULT_PERCENTILE
+) -> tuple[Metric, ...]:
+    """The headline metrics in order (only those in ``measured`` if given), with the
+    latency percentile filled into their headings."""
+    return tuple(
+        m.at_percentile(percentile)
+        for m in REGISTRY
+        if m.headline and (measured is None or m.name in measured)
+    )
+
+
+HEADLINE: tuple[Metric, ...] = headline()
+
+
+def throughput_metrics(*, per_interval: bool = False) -> tuple[Metric, ...]:
+    """The throughput measures, in the order a run's is picked (TPS first).
+
+    ``per_interval``: only those sysbench also reports per interval.
+    """
+    chosen = [m for m in REGISTRY if m.throughput and (m.per_interval or not per_interval)]
+    return tuple(sorted(chosen, key=lambda m: m.throughput or 0))
+
+
+def direction_of(name: str) -> Direction | None:
+    """The direction of a metric, or None when unknown.
+
+    A stated direction wins; otherwise any ``latency_*`` metric and any ``*_per_txn``
+    or ``*_per_query`` cost is lower-is-better. Unknown metrics return None: the caller
+    should mark them incomparable or report a two-sided change, never better/worse.
+    """
+    key = name.strip().lower()
+    if key in METRIC_DIRECTIONS:
+        return METRIC_DIRECTIONS[key]
+    if key.startswith("latency_") or key.endswith(("_per_txn", "_per_query")):
+        return LOWER
+    return None
+
+
+def format_value(name: str, value: float | None, *, grouped: bool = False) -> str:
+    """A value of any column in its metric's format (four significant digits if unknown)."""
+    return _format(value, format_spec(name), grouped)
+
+
+def format_spec(name: str) -> str:
+    """The format spec of a column's values: ``.1f`` for tps, ``.4g`` when unknown."""
+    known = metric(name)
+    return known.fmt if known else DEFAULT_FORMAT
+
+
+def _format(value: float | None, spec: str, grouped: bool) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return format(value, "," + spec if grouped else spec)
+
+
+def progress_line(values: Mapping[str, float]) -> str:
+    """The per-trial progress line's numbers: ``812.3 tps, 16246 qps, avg 9.84 ms``."""
+    return ", ".join(
+        m.progress_text(values[m.name]) for m in REGISTRY if m.progress and m.name in values
+    )
