@@ -397,6 +397,11 @@ def metric(name: str) -> Metric | None:
     return next((m for pattern, m in _PATTERNS if pattern.fullmatch(name)), None)
 
 
+def produced_by(source: str) -> tuple[Metric, ...]:
+    """Every metric ``source`` (a tool's YAML key, or a sampler) writes, in registry order."""
+    return tuple(m for m in REGISTRY if m.source == source)
+
+
 def compared(source: str | None = None) -> tuple[str, ...]:
     """What ``dbrig compare`` compares without --metric, in order (only ``source``'s if given)."""
     return tuple(m.name for m in REGISTRY if m.compared and source in (None, m.source))

@@ -25,6 +25,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from dbrig.endpoint import Credentials, Endpoint
+from dbrig.metrics import Metric
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,10 @@ class WorkloadTool(Protocol):
         """The schema the tool works in (created before prepare)."""
         ...
 
+    def metrics(self) -> tuple[Metric, ...]:
+        """The metric columns it produces (entries of :mod:`dbrig.metrics`)."""
+        ...
+
     def data_set_key(self) -> tuple:
         """What ``prepare`` writes: cells with equal keys share one snapshot."""
         ...
@@ -107,6 +112,10 @@ class InterferenceTool(Protocol):
     @property
     def active(self) -> bool:
         """False when the block asks for no work at all (every stressor at 0)."""
+        ...
+
+    def metrics(self) -> tuple[Metric, ...]:
+        """The metric columns it produces (entries of :mod:`dbrig.metrics`)."""
         ...
 
     def check_host(self, cpu_count: int) -> None:

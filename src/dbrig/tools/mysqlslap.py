@@ -82,6 +82,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
+from dbrig.metrics import Metric, produced_by
 from dbrig.tools.base import Outcome, ToolInfo
 
 INFO = ToolInfo(name="mysqlslap", binaries=("mariadb-slap", "mysqlslap"), package="mariadb-client")
@@ -742,6 +743,9 @@ class MysqlslapTool:
     info: ClassVar[ToolInfo] = INFO
     params_model: ClassVar[type[BaseModel]] = MysqlslapParams
     required_by_doctor: ClassVar[bool] = False
+
+    def metrics(self) -> tuple[Metric, ...]:
+        return produced_by(self.key)
 
     @property
     def database(self) -> str:

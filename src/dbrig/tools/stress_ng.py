@@ -61,6 +61,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from dbrig.errors import ConfigError, ParseError
+from dbrig.metrics import Metric, produced_by
 from dbrig.tools.base import ToolInfo, Usage
 
 INFO = ToolInfo(name="stress-ng", binaries=("stress-ng",), package="stress-ng")
@@ -613,6 +614,9 @@ class StressNgTool:
     info: ClassVar[ToolInfo] = INFO
     params_model: ClassVar[type[BaseModel]] = StressNgParams
     required_by_doctor: ClassVar[bool] = False
+
+    def metrics(self) -> tuple[Metric, ...]:
+        return produced_by(self.key)
 
     @property
     def active(self) -> bool:

@@ -92,6 +92,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
+from dbrig.metrics import Metric, produced_by
 from dbrig.tools.base import Outcome, ToolInfo
 
 INFO = ToolInfo(name="sysbench", binaries=("sysbench",), package="sysbench")
@@ -740,6 +741,9 @@ class SysbenchTool:
     info: ClassVar[ToolInfo] = INFO
     params_model: ClassVar[type[BaseModel]] = SysbenchParams
     required_by_doctor: ClassVar[bool] = True
+
+    def metrics(self) -> tuple[Metric, ...]:
+        return produced_by(self.key)
 
     @property
     def database(self) -> str:
