@@ -271,7 +271,8 @@ def assert_complete_trial(folder: Path, factor: str) -> None:
     assert trial["started_at"]
     assert trial["metrics"]["tps"] > 0
     assert trial["effective_config"]["innodb_buffer_pool_size"] == BUFFER_POOL_BYTES
-    run_argv = next(c for c in trial["commands"] if "run" in c[:3])
+    run_argv = trial["commands"]["workload"]
+    assert "run" in run_argv[:3]
     assert "--report-checkpoints=1" in run_argv and "--time=3" in run_argv
 
     assert "Checkpoint report" in (folder / "workload.out").read_text()

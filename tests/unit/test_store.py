@@ -13,7 +13,15 @@ from dbrig.errors import ConfigError
 from dbrig.ownership import MARKER
 from dbrig.run.runner import pending_trials
 from dbrig.scenario import plan_from_dict
-from dbrig.store import FORMAT_VERSION, TRIAL_JSON, RunDir, find_runs, results_frame
+from dbrig.store import (
+    FORMAT_VERSION,
+    TRIAL_JSON,
+    RunDir,
+    SavedRun,
+    TrialResult,
+    find_runs,
+    results_frame,
+)
 
 NOW = dt.datetime(2026, 3, 14, 15, 9, 26)
 
@@ -42,7 +50,7 @@ def save_trial(run: RunDir, rec: dict) -> None:
 @pytest.fixture
 def run(tmp_path: Path) -> RunDir:
     created = RunDir.create(tmp_path / "runs", "quick", NOW)
-    created.write_meta({"status": "running"})
+    created.write_saved(SavedRun(status="running"))
     return created
 
 
@@ -54,7 +62,7 @@ def test_create_makes_a_marked_directory(tmp_path: Path) -> None:
     assert run.path == tmp_path / "runs" / "quick-20260314-150926"
     assert (run.path / MARKER).is_file()
     assert run.trials_dir.is_dir()
-    assert run.trial_records() == {}
+    assert run.trials() == {}
 
 
 def test_create_never_reuses_an_existing_name(tmp_path: Path) -> None:
@@ -72,9 +80,10 @@ def test_create_never_reuses_an_existing_name(tmp_path: Path) -> None:
 
 
 def test_open_reads_back_what_was_written(run: RunDir) -> None:
-    run.update_meta(seed=3)
+    run.update_saved(seed=3)
     opened = RunDir.open(run.path)
-    assert opened.meta() == {"format_version": FORMAT_VERSION, "status": "running", "seed": 3}
+    assert opened.saved() == SavedRun(status="running", seed=3)
+    assert json.loads((run.path / "run.json").read_text())["format_version"] == FORMAT_VERSION
     assert find_runs(run.path.parent) == [run.path]
 
 
@@ -134,7 +143,7 @@ def test_writing_trial_replaces_an_older_failed_trial(run: RunDir) -> None:
     save_trial(run, record("c000", 1, "failed"))
     (run.trial_path("c000-r1") / "stale.csv").write_text("old")
     save_trial(run, record("c000", 1))
-    assert run.trial_records()["c000-r1"]["status"] == "ok"
+    assert run.trials()["c000-r1"].status == "ok"
     assert not (run.trial_path("c000-r1") / "stale.csv").exists()
 
 
@@ -147,22 +156,27 @@ def test_writing_trial_clears_a_partial_left_by_a_crash(run: RunDir) -> None:
     assert not leftover.exists()
 
 
-def test_trial_records_ignore_hidden_partial_and_incomplete_folders(run: RunDir) -> None:
+def test_trials_ignore_hidden_partial_and_incomplete_folders(run: RunDir) -> None:
     save_trial(run, record("c001", 1))
     save_trial(run, record("c000", 2, "failed"))
     (run.trials_dir / ".c000-r1.partial").mkdir()
     (run.trials_dir / ".c000-r1.partial" / TRIAL_JSON).write_text("{}")
     (run.trials_dir / ".hidden").mkdir()
     (run.trials_dir / "c002-r1").mkdir()  # no trial.json
-    records = run.trial_records()
-    assert list(records) == ["c000-r2", "c001-r1"]
-    assert records["c000-r2"]["status"] == "failed"
+    trials = run.trials()
+    assert list(trials) == ["c000-r2", "c001-r1"]
+    assert trials["c000-r2"].status == "failed"
+    assert run.trial_ids() == ["c000-r2", "c001-r1"]
 
 
 # -- tidy results ----------------------------------------------------------------------------
 
 
-def two_cells() -> list[dict]:
+def two_cells() -> list[TrialResult]:
+    return [TrialResult.from_json(rec) for rec in two_cell_records()]
+
+
+def two_cell_records() -> list[dict]:
     return [
         record(
             "c001",
@@ -224,7 +238,7 @@ def test_write_results_csv_and_parquet_read_back_equal(run: RunDir) -> None:
 
 
 def test_results_without_a_csv_come_from_the_trials(run: RunDir) -> None:
-    for rec in two_cells():
+    for rec in two_cell_records():
         save_trial(run, rec)
     pd.testing.assert_frame_equal(run.results(), results_frame(two_cells()))
 
@@ -243,7 +257,7 @@ def test_pending_trials_are_the_saved_order_minus_the_saved_trials(run: RunDir) 
         }
     )
     order = ["c001-r1", "c000-r1", "c000-r2", "c001-r2"]
-    run.update_meta(trials=order)
+    run.update_saved(trials=tuple(order))
     save_trial(run, record("c001", 1))
     save_trial(run, record("c000", 2, "failed"))
     pending = pending_trials(plan, run, retry_failed=False)

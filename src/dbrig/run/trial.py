@@ -49,7 +49,7 @@ class TrialRecord:
     reason: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
-    commands: list[list[str]] = field(default_factory=list)
+    commands: dict[str, list[str]] = field(default_factory=dict)  # role -> argv
     effective_config: dict[str, Any] = field(default_factory=dict)
     system: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -60,27 +60,27 @@ class TrialRecord:
         if self.status == "ok":
             self.status, self.reason = "failed", reason
 
-    def to_json(self, short_names: dict[str, str]) -> dict[str, Any]:
+    def to_result(self, short_names: dict[str, str]) -> store.TrialResult:
+        """What trial.json saves (passwords in the commands masked)."""
         cell = self.trial.cell
-        return {
-            "format_version": store.FORMAT_VERSION,
-            "trial": self.trial.id,
-            "cell": cell.id,
-            "repetition": self.trial.repetition,
-            "server": cell.server,
-            "label": cell.label(short_names),
-            "factors": cell.factor_dict,
-            "status": self.status,
-            "reason": self.reason,
-            "started_at": self.started_at,
-            "timings": self.timings,
-            "metrics": self.metrics,
-            "effective_config": self.effective_config,
-            "system": self.system,
-            "warnings": self.warnings,
-            "output_tail": self.output_tail,
-            "commands": [proc.redact(c) for c in self.commands],
-        }
+        return store.TrialResult(
+            trial=self.trial.id,
+            cell=cell.id,
+            repetition=self.trial.repetition,
+            server=cell.server,
+            label=cell.label(short_names),
+            factors=dict(cell.factor_dict),
+            status=self.status,
+            reason=self.reason,
+            started_at=self.started_at,
+            timings=dict(self.timings),
+            metrics=dict(self.metrics),
+            effective_config=dict(self.effective_config),
+            system=dict(self.system),
+            warnings=tuple(self.warnings),
+            output_tail=tuple(self.output_tail),
+            commands={role: tuple(proc.redact(argv)) for role, argv in self.commands.items()},
+        )
 
 
 class TrialExecutor:
@@ -130,7 +130,7 @@ class TrialExecutor:
         warmup = self.scenario.warmup
         endpoint = self.server.endpoint(self.workload)
         argv = self.workload.run_argv(endpoint, self.context.workload_binary, warmup)
-        self.record.commands.append(argv)
+        self.record.commands["workload"] = argv
         expected = self.workload.expected_seconds(warmup)
         timeout = expected * 1.5 + 60 if expected else self.context.events_timeout_s
         out = self.folder / "workload.out"
@@ -192,7 +192,7 @@ class TrialExecutor:
         # an overrunning workload is reported as such, not as "stress-ng exited early".
         limit = int((expected or self.context.events_timeout_s) * 2 + 120)
         handle = StressHandle(params, self.context.stress_ng_binary, self.folder, limit)
-        self.record.commands.append(handle.argv)
+        self.record.commands["interference"] = handle.argv
         handle.start()
         self._stress = handle
         try:
