@@ -254,6 +254,9 @@ def assert_complete_run(run: Path, factor: str, values: list[Any], repeat: int =
         assert sorted(frame[factor].unique().tolist()) == sorted(values)
         assert frame.groupby(factor).size().tolist() == [repeat] * len(values)
     assert list(csv.columns) == list(parquet.columns)
+    # Appended trial by trial during the run, sorted and whole at its end:
+    every_trial = store.results_frame(store.RunDir(run).trials().values())
+    assert (run / "results.csv").read_text() == every_trial.to_csv(index=False)
 
     assert_no_partial_trials(run)
     folders = trial_dirs(run)

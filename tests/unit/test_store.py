@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 from pathlib import Path
 
@@ -16,10 +17,12 @@ from dbrig.scenario import plan_from_dict
 from dbrig.store import (
     FORMAT_VERSION,
     TRIAL_JSON,
+    ResultsLog,
     RunDir,
     SavedRun,
     TrialResult,
     find_runs,
+    parquet_safe,
     results_frame,
 )
 
@@ -316,3 +319,132 @@ def test_a_run_held_by_another_process_is_refused(tmp_path: Path) -> None:
         holder.wait()
     with run.lock():  # free again once the holder is gone
         assert (run.path / ".lock").read_text().strip().isdigit()
+
+
+# -- results kept current trial by trial -----------------------------------------------------
+
+
+def saved(run: RunDir, log: ResultsLog, rec: dict) -> TrialResult:
+    """A trial saved as the runner saves it: trial.json renamed into place, then its row."""
+    result = TrialResult.from_json(rec)
+    with run.writing_trial(result.trial) as folder:
+        run.write_trial(folder, result)
+    log.add(result)
+    return result
+
+
+def csv_text(run: RunDir) -> str:
+    return (run.path / "results.csv").read_text()
+
+
+def test_each_trial_appends_one_line_and_leaves_the_rest_untouched(run: RunDir) -> None:
+    log = ResultsLog.open(run)
+    assert not (run.path / "results.csv").exists()  # nothing saved yet
+    first, _, third = two_cell_records()
+    saved(run, log, first)
+    before = csv_text(run)
+    saved(run, log, third)  # same columns as the first: appended
+    after = csv_text(run)
+    assert after.startswith(before)
+    assert after[len(before) :].count("\n") == 1
+    frame = pd.read_csv(run.path / "results.csv")
+    assert list(frame["trial"]) == ["c001-r1", "c000-r1"]  # completion order while running
+    assert list(frame["tps"]) == [210.5, 101.0]
+    assert list(frame.columns) == list(pd.read_csv(io.StringIO(before)).columns)
+    assert not list(run.path.glob(".results*"))
+
+
+def test_a_trial_with_a_new_column_rewrites_the_header(run: RunDir) -> None:
+    log = ResultsLog.open(run)
+    failed = record("c000", 2, "failed", factors={"workload.sysbench.threads": 1})
+    saved(run, log, failed)  # no metric at all
+    assert "tps" not in pd.read_csv(run.path / "results.csv").columns
+    saved(run, log, record("c000", 1, metrics={"tps": 99.5}, timings={"run_s": 3.0}))
+    saved(run, log, record("c001", 1, metrics={"tps": 98.0, "qps": 2000.0}))
+    frame = pd.read_csv(run.path / "results.csv")
+    assert list(frame["trial"]) == ["c000-r2", "c000-r1", "c001-r1"]
+    assert pd.isna(frame.loc[0, "tps"]) and frame.loc[1, "tps"] == 99.5
+    assert frame.loc[2, "qps"] == 2000.0 and pd.isna(frame.loc[1, "qps"])
+    assert frame.loc[1, "time_run_s"] == 3.0
+    assert frame.loc[0, "reason"] == "sysbench exited with status 1"
+
+
+def test_a_retried_trial_replaces_its_row(run: RunDir) -> None:
+    log = ResultsLog.open(run)
+    saved(run, log, record("c000", 1, "failed"))
+    saved(run, log, record("c001", 1, metrics={"tps": 5.0}))
+    saved(run, log, record("c000", 1, metrics={"tps": 7.0}))  # --resume --retry-failed
+    frame = pd.read_csv(run.path / "results.csv")
+    assert list(frame["trial"]) == ["c001-r1", "c000-r1"]
+    assert list(frame["status"]) == ["ok", "ok"]
+    assert list(frame["tps"]) == [5.0, 7.0]
+
+
+def test_a_resumed_run_starts_from_the_trials_on_disk(run: RunDir) -> None:
+    first, second, third = two_cell_records()
+    save_trial(run, first)
+    save_trial(run, second)  # saved, but results.csv lost (the run was killed)
+    log = ResultsLog.open(run)
+    pd.testing.assert_frame_equal(
+        pd.read_csv(run.path / "results.csv"), results_frame(two_cells()[:2])
+    )
+    saved(run, log, third)
+    assert len(pd.read_csv(run.path / "results.csv")) == 3
+
+
+def test_finish_writes_what_every_trial_json_gives_sorted(run: RunDir) -> None:
+    log = ResultsLog.open(run)
+    records = [
+        record("c001", 2, "failed", factors={"x": "1G"}),
+        record("c001", 1, factors={"x": "1G"}, metrics={"tps": 2.0}, timings={"run_s": 1.5}),
+        record("c000", 10, factors={"x": 128}, metrics={"tps": 3.0, "qps": 9.0}),
+        record("c000", 2, "failed", factors={"x": 128}),
+        record("c000", 1, factors={"x": 128}, metrics={"tps": 1.0}),
+    ]
+    for rec in records:
+        saved(run, log, rec)
+    saved(run, log, record("c001", 2, factors={"x": "1G"}, metrics={"tps": 4.0}))  # retried
+    # A trial renamed into place just before a Ctrl-C, never added to the log:
+    save_trial(run, record("c002", 1, factors={"x": 256}, metrics={"tps": 5.0}))
+    log.finish()
+    expected = results_frame(run.trials().values())
+    assert list(expected["trial"]) == [
+        "c000-r1",
+        "c000-r2",
+        "c000-r10",
+        "c001-r1",
+        "c001-r2",
+        "c002-r1",
+    ]
+    assert csv_text(run) == expected.to_csv(index=False)  # byte for byte what it was
+    parquet = pd.read_parquet(run.path / "results.parquet")
+    pd.testing.assert_frame_equal(parquet, parquet_safe(expected))
+    assert list(parquet["x"]) == ["128", "128", "128", "1G", "1G", "256"]  # mixed: text
+    saved(run, log, record("c003", 1, factors={"x": 1}, metrics={"tps": 6.0}))  # appends again
+    assert len(pd.read_csv(run.path / "results.csv")) == 7
+
+
+def test_the_csv_is_readable_after_every_save(run: RunDir) -> None:
+    log = ResultsLog.open(run)
+    for i in range(1, 6):
+        metrics = {"tps": float(i), f"only_{i % 2}": 1.0}
+        saved(run, log, record("c000", i, "ok" if i % 2 else "failed", metrics=metrics))
+        frame = pd.read_csv(run.path / "results.csv")
+        assert len(frame) == i
+        assert csv_text(run).endswith("\n")
+
+
+def test_a_real_run_saved_trial_by_trial_ends_with_the_same_results_csv(tmp_path: Path) -> None:
+    source = RunDir.open(
+        Path(__file__).parents[1] / "fixtures" / "runs" / "v1" / "small-20261121-235548"
+    )
+    run = RunDir.create(tmp_path, "small", NOW)
+    run.write_saved(source.saved())
+    log = ResultsLog.open(run)
+    results = source.trials()
+    for trial_id in source.saved().trials:  # the shuffled order the run had
+        with run.writing_trial(trial_id) as folder:
+            run.write_trial(folder, results[trial_id])
+        log.add(results[trial_id])
+    log.finish()
+    assert csv_text(run) == (source.path / "results.csv").read_text()

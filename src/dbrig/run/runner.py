@@ -62,6 +62,7 @@ class Runner:
         self.emit = emit
         self.servers: dict[str, ServerHandle] = {}
         self._servers_saved = set(run.saved().servers)
+        self.results: store.ResultsLog | None = None
         self.short_names = plan.short_names()
         device = datadir_device(run.path)
         uses_system = any(c.scenario.system.active for c in plan.cells)
@@ -89,6 +90,7 @@ class Runner:
         ok = failed = 0
         ended = "complete"
         try:
+            self.results = store.ResultsLog.open(self.run)
             for trial in trials:
                 progress.starting(trial, trial.cell.label(self.short_names))
                 record = self._execute_one(trial)
@@ -122,7 +124,8 @@ class Runner:
             record = TrialExecutor(self.context, server, trial, folder).execute()
             result = record.to_result(self.short_names)
             self.run.write_trial(folder, result)
-        self._write_results()
+        assert self.results is not None
+        self.results.add(result)
         self._record_servers()
         return record
 
@@ -143,7 +146,10 @@ class Runner:
         return ", ".join(parts) or "done"
 
     def _write_results(self) -> None:
-        self.run.write_results(store.results_frame(self.run.trials().values()))
+        """The final results.csv and results.parquet, sorted, from every saved trial."""
+        if self.results is None:  # stopped before the saved trials were even read
+            self.results = store.ResultsLog(self.run)
+        self.results.finish()
 
     def _record_servers(self) -> None:
         """Each server's version and variables into run.json, once, when it first started."""
@@ -180,7 +186,7 @@ class Runner:
                 pending_interrupt = exc
             except (DbrigError, OSError) as exc:
                 log.warning("cleaning up: %s", exc)
-        results = self.run.trials()
+        results = self.results.results if self.results is not None else self.run.trials()
         self.run.update_saved(
             status=ended,
             finished_at=dt.datetime.now(dt.UTC).isoformat(),

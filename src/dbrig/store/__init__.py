@@ -1,7 +1,7 @@
 """Run directories: versioned, self-describing, written so a crash loses at most one trial."""
 
 from dbrig.store.model import FORMAT_VERSION, CellPlan, SavedRun, TrialResult
-from dbrig.store.results import parquet_safe, result_row, results_frame
+from dbrig.store.results import ResultsLog, parquet_safe, result_row, results_frame
 from dbrig.store.rundir import (
     RUN_JSON,
     TRIAL_JSON,
@@ -17,6 +17,7 @@ __all__ = [
     "RUN_JSON",
     "TRIAL_JSON",
     "CellPlan",
+    "ResultsLog",
     "RunDir",
     "SavedRun",
     "TrialResult",

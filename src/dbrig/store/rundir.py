@@ -5,8 +5,10 @@ Layout of ``runs/<scenario>-<YYYYmmdd-HHMMSS>/``::
     run.json            format_version, scenario (resolved), environment, plan, status
     scenario.yaml       the file as given
     dbrig.log           every command started (passwords masked) and every event
-    results.csv         tidy: one row per cell x repetition, a column per factor and metric
-    results.parquet     the same, typed
+    results.csv         tidy: one row per cell x repetition, a column per factor and metric;
+                        current after every trial (rows in completion order while running),
+                        sorted by cell and repetition when the run ends or stops
+    results.parquet     the same, typed; written when the run ends or stops
     trials/c000-r1/     one folder per repetition of a cell:
         trial.json        factors, status, reason, timings, metrics, commands
         workload.out      the tool's raw output (re-parse it years later)
@@ -17,6 +19,8 @@ Layout of ``runs/<scenario>-<YYYYmmdd-HHMMSS>/``::
 
 A trial is written in ``trials/.c000-r1.partial/`` and renamed into place only
 when complete, so a half-written trial is never mistaken for a finished one.
+trial.json is the record; results.csv and results.parquet are rebuilt from the
+trials whenever a run starts, resumes or ends (see :mod:`dbrig.store.results`).
 run.json and trial.json are read and written through :mod:`dbrig.store.model`.
 """
 
