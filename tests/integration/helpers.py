@@ -254,6 +254,9 @@ def assert_complete_run(run: Path, factor: str, values: list[Any], repeat: int =
         assert sorted(frame[factor].unique().tolist()) == sorted(values)
         assert frame.groupby(factor).size().tolist() == [repeat] * len(values)
     assert list(csv.columns) == list(parquet.columns)
+    # Appended trial by trial during the run, sorted and whole at its end:
+    every_trial = store.results_frame(store.RunDir(run).trials().values())
+    assert (run / "results.csv").read_text() == every_trial.to_csv(index=False)
 
     assert_no_partial_trials(run)
     folders = trial_dirs(run)
@@ -271,7 +274,8 @@ def assert_complete_trial(folder: Path, factor: str) -> None:
     assert trial["started_at"]
     assert trial["metrics"]["tps"] > 0
     assert trial["effective_config"]["innodb_buffer_pool_size"] == BUFFER_POOL_BYTES
-    run_argv = next(c for c in trial["commands"] if "run" in c[:3])
+    run_argv = trial["commands"]["workload"]
+    assert "run" in run_argv[:3]
     assert "--report-checkpoints=1" in run_argv and "--time=3" in run_argv
 
     assert "Checkpoint report" in (folder / "workload.out").read_text()

@@ -41,7 +41,8 @@ def test_stress_ng_pinned_to_core_0_is_measured_and_stopped(
     assert metrics["stress_cpu_s_achieved"] > 0
     assert metrics["pinned_cores_busy_pct"] > 0
     assert metrics["cpu_busy_pct_core0"] > 0
-    stress_argv = next(c for c in trial["commands"] if Path(c[0]).name == "stress-ng")
+    stress_argv = trial["commands"]["interference"]
+    assert Path(stress_argv[0]).name == "stress-ng"
     assert stress_argv[stress_argv.index("--taskset") + 1] == "0"
     assert (folder / "stress-ng.err").exists()
 

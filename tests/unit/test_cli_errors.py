@@ -141,21 +141,19 @@ def _saved_run(tmp_path: Path, cores: int) -> Path:
     import datetime as dt
 
     from dbrig.scenario import plan_from_dict, read_yaml
-    from dbrig.store import RunDir
+    from dbrig.store import CellPlan, RunDir, SavedRun
 
     raw = read_yaml(Path(__file__).parents[2] / "scenarios" / "cpu-contention.yaml")
     plan = plan_from_dict(raw, seed=3, cpu_count=cores)
     run = RunDir.create(tmp_path, "cpu", dt.datetime(2026, 1, 1))
-    run.write_meta(
-        {
-            "raw_scenario": raw,
-            "seed": 3,
-            "cells": [
-                {"cell": c.id, "server": c.server, "factors": c.factor_dict} for c in plan.cells
-            ],
-            "trials": [t.id for t in plan.trials],
-            "environment": {"host": {"cpu_count": cores}},
-        }
+    run.write_saved(
+        SavedRun(
+            raw_scenario=raw,
+            seed=3,
+            cells=tuple(CellPlan(c.id, c.server, c.factor_dict) for c in plan.cells),
+            trials=tuple(t.id for t in plan.trials),
+            environment={"host": {"cpu_count": cores}},
+        )
     )
     return run.path
 

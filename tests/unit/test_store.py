@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 from pathlib import Path
 
@@ -13,7 +14,17 @@ from dbrig.errors import ConfigError
 from dbrig.ownership import MARKER
 from dbrig.run.runner import pending_trials
 from dbrig.scenario import plan_from_dict
-from dbrig.store import FORMAT_VERSION, TRIAL_JSON, RunDir, find_runs, results_frame
+from dbrig.store import (
+    FORMAT_VERSION,
+    TRIAL_JSON,
+    ResultsLog,
+    RunDir,
+    SavedRun,
+    TrialResult,
+    find_runs,
+    parquet_safe,
+    results_frame,
+)
 
 NOW = dt.datetime(2026, 3, 14, 15, 9, 26)
 
@@ -42,7 +53,7 @@ def save_trial(run: RunDir, rec: dict) -> None:
 @pytest.fixture
 def run(tmp_path: Path) -> RunDir:
     created = RunDir.create(tmp_path / "runs", "quick", NOW)
-    created.write_meta({"status": "running"})
+    created.write_saved(SavedRun(status="running"))
     return created
 
 
@@ -54,7 +65,7 @@ def test_create_makes_a_marked_directory(tmp_path: Path) -> None:
     assert run.path == tmp_path / "runs" / "quick-20260314-150926"
     assert (run.path / MARKER).is_file()
     assert run.trials_dir.is_dir()
-    assert run.trial_records() == {}
+    assert run.trials() == {}
 
 
 def test_create_never_reuses_an_existing_name(tmp_path: Path) -> None:
@@ -72,9 +83,10 @@ def test_create_never_reuses_an_existing_name(tmp_path: Path) -> None:
 
 
 def test_open_reads_back_what_was_written(run: RunDir) -> None:
-    run.update_meta(seed=3)
+    run.update_saved(seed=3)
     opened = RunDir.open(run.path)
-    assert opened.meta() == {"format_version": FORMAT_VERSION, "status": "running", "seed": 3}
+    assert opened.saved() == SavedRun(status="running", seed=3)
+    assert json.loads((run.path / "run.json").read_text())["format_version"] == FORMAT_VERSION
     assert find_runs(run.path.parent) == [run.path]
 
 
@@ -134,7 +146,7 @@ def test_writing_trial_replaces_an_older_failed_trial(run: RunDir) -> None:
     save_trial(run, record("c000", 1, "failed"))
     (run.trial_path("c000-r1") / "stale.csv").write_text("old")
     save_trial(run, record("c000", 1))
-    assert run.trial_records()["c000-r1"]["status"] == "ok"
+    assert run.trials()["c000-r1"].status == "ok"
     assert not (run.trial_path("c000-r1") / "stale.csv").exists()
 
 
@@ -147,22 +159,27 @@ def test_writing_trial_clears_a_partial_left_by_a_crash(run: RunDir) -> None:
     assert not leftover.exists()
 
 
-def test_trial_records_ignore_hidden_partial_and_incomplete_folders(run: RunDir) -> None:
+def test_trials_ignore_hidden_partial_and_incomplete_folders(run: RunDir) -> None:
     save_trial(run, record("c001", 1))
     save_trial(run, record("c000", 2, "failed"))
     (run.trials_dir / ".c000-r1.partial").mkdir()
     (run.trials_dir / ".c000-r1.partial" / TRIAL_JSON).write_text("{}")
     (run.trials_dir / ".hidden").mkdir()
     (run.trials_dir / "c002-r1").mkdir()  # no trial.json
-    records = run.trial_records()
-    assert list(records) == ["c000-r2", "c001-r1"]
-    assert records["c000-r2"]["status"] == "failed"
+    trials = run.trials()
+    assert list(trials) == ["c000-r2", "c001-r1"]
+    assert trials["c000-r2"].status == "failed"
+    assert run.trial_ids() == ["c000-r2", "c001-r1"]
 
 
 # -- tidy results ----------------------------------------------------------------------------
 
 
-def two_cells() -> list[dict]:
+def two_cells() -> list[TrialResult]:
+    return [TrialResult.from_json(rec) for rec in two_cell_records()]
+
+
+def two_cell_records() -> list[dict]:
     return [
         record(
             "c001",
@@ -224,7 +241,7 @@ def test_write_results_csv_and_parquet_read_back_equal(run: RunDir) -> None:
 
 
 def test_results_without_a_csv_come_from_the_trials(run: RunDir) -> None:
-    for rec in two_cells():
+    for rec in two_cell_records():
         save_trial(run, rec)
     pd.testing.assert_frame_equal(run.results(), results_frame(two_cells()))
 
@@ -243,7 +260,7 @@ def test_pending_trials_are_the_saved_order_minus_the_saved_trials(run: RunDir) 
         }
     )
     order = ["c001-r1", "c000-r1", "c000-r2", "c001-r2"]
-    run.update_meta(trials=order)
+    run.update_saved(trials=tuple(order))
     save_trial(run, record("c001", 1))
     save_trial(run, record("c000", 2, "failed"))
     pending = pending_trials(plan, run, retry_failed=False)
@@ -302,3 +319,132 @@ def test_a_run_held_by_another_process_is_refused(tmp_path: Path) -> None:
         holder.wait()
     with run.lock():  # free again once the holder is gone
         assert (run.path / ".lock").read_text().strip().isdigit()
+
+
+# -- results kept current trial by trial -----------------------------------------------------
+
+
+def saved(run: RunDir, log: ResultsLog, rec: dict) -> TrialResult:
+    """A trial saved as the runner saves it: trial.json renamed into place, then its row."""
+    result = TrialResult.from_json(rec)
+    with run.writing_trial(result.trial) as folder:
+        run.write_trial(folder, result)
+    log.add(result)
+    return result
+
+
+def csv_text(run: RunDir) -> str:
+    return (run.path / "results.csv").read_text()
+
+
+def test_each_trial_appends_one_line_and_leaves_the_rest_untouched(run: RunDir) -> None:
+    log = ResultsLog.open(run)
+    assert not (run.path / "results.csv").exists()  # nothing saved yet
+    first, _, third = two_cell_records()
+    saved(run, log, first)
+    before = csv_text(run)
+    saved(run, log, third)  # same columns as the first: appended
+    after = csv_text(run)
+    assert after.startswith(before)
+    assert after[len(before) :].count("\n") == 1
+    frame = pd.read_csv(run.path / "results.csv")
+    assert list(frame["trial"]) == ["c001-r1", "c000-r1"]  # completion order while running
+    assert list(frame["tps"]) == [210.5, 101.0]
+    assert list(frame.columns) == list(pd.read_csv(io.StringIO(before)).columns)
+    assert not list(run.path.glob(".results*"))
+
+
+def test_a_trial_with_a_new_column_rewrites_the_header(run: RunDir) -> None:
+    log = ResultsLog.open(run)
+    failed = record("c000", 2, "failed", factors={"workload.sysbench.threads": 1})
+    saved(run, log, failed)  # no metric at all
+    assert "tps" not in pd.read_csv(run.path / "results.csv").columns
+    saved(run, log, record("c000", 1, metrics={"tps": 99.5}, timings={"run_s": 3.0}))
+    saved(run, log, record("c001", 1, metrics={"tps": 98.0, "qps": 2000.0}))
+    frame = pd.read_csv(run.path / "results.csv")
+    assert list(frame["trial"]) == ["c000-r2", "c000-r1", "c001-r1"]
+    assert pd.isna(frame.loc[0, "tps"]) and frame.loc[1, "tps"] == 99.5
+    assert frame.loc[2, "qps"] == 2000.0 and pd.isna(frame.loc[1, "qps"])
+    assert frame.loc[1, "time_run_s"] == 3.0
+    assert frame.loc[0, "reason"] == "sysbench exited with status 1"
+
+
+def test_a_retried_trial_replaces_its_row(run: RunDir) -> None:
+    log = ResultsLog.open(run)
+    saved(run, log, record("c000", 1, "failed"))
+    saved(run, log, record("c001", 1, metrics={"tps": 5.0}))
+    saved(run, log, record("c000", 1, metrics={"tps": 7.0}))  # --resume --retry-failed
+    frame = pd.read_csv(run.path / "results.csv")
+    assert list(frame["trial"]) == ["c001-r1", "c000-r1"]
+    assert list(frame["status"]) == ["ok", "ok"]
+    assert list(frame["tps"]) == [5.0, 7.0]
+
+
+def test_a_resumed_run_starts_from_the_trials_on_disk(run: RunDir) -> None:
+    first, second, third = two_cell_records()
+    save_trial(run, first)
+    save_trial(run, second)  # saved, but results.csv lost (the run was killed)
+    log = ResultsLog.open(run)
+    pd.testing.assert_frame_equal(
+        pd.read_csv(run.path / "results.csv"), results_frame(two_cells()[:2])
+    )
+    saved(run, log, third)
+    assert len(pd.read_csv(run.path / "results.csv")) == 3
+
+
+def test_finish_writes_what_every_trial_json_gives_sorted(run: RunDir) -> None:
+    log = ResultsLog.open(run)
+    records = [
+        record("c001", 2, "failed", factors={"x": "1G"}),
+        record("c001", 1, factors={"x": "1G"}, metrics={"tps": 2.0}, timings={"run_s": 1.5}),
+        record("c000", 10, factors={"x": 128}, metrics={"tps": 3.0, "qps": 9.0}),
+        record("c000", 2, "failed", factors={"x": 128}),
+        record("c000", 1, factors={"x": 128}, metrics={"tps": 1.0}),
+    ]
+    for rec in records:
+        saved(run, log, rec)
+    saved(run, log, record("c001", 2, factors={"x": "1G"}, metrics={"tps": 4.0}))  # retried
+    # A trial renamed into place just before a Ctrl-C, never added to the log:
+    save_trial(run, record("c002", 1, factors={"x": 256}, metrics={"tps": 5.0}))
+    log.finish()
+    expected = results_frame(run.trials().values())
+    assert list(expected["trial"]) == [
+        "c000-r1",
+        "c000-r2",
+        "c000-r10",
+        "c001-r1",
+        "c001-r2",
+        "c002-r1",
+    ]
+    assert csv_text(run) == expected.to_csv(index=False)  # byte for byte what it was
+    parquet = pd.read_parquet(run.path / "results.parquet")
+    pd.testing.assert_frame_equal(parquet, parquet_safe(expected))
+    assert list(parquet["x"]) == ["128", "128", "128", "1G", "1G", "256"]  # mixed: text
+    saved(run, log, record("c003", 1, factors={"x": 1}, metrics={"tps": 6.0}))  # appends again
+    assert len(pd.read_csv(run.path / "results.csv")) == 7
+
+
+def test_the_csv_is_readable_after_every_save(run: RunDir) -> None:
+    log = ResultsLog.open(run)
+    for i in range(1, 6):
+        metrics = {"tps": float(i), f"only_{i % 2}": 1.0}
+        saved(run, log, record("c000", i, "ok" if i % 2 else "failed", metrics=metrics))
+        frame = pd.read_csv(run.path / "results.csv")
+        assert len(frame) == i
+        assert csv_text(run).endswith("\n")
+
+
+def test_a_real_run_saved_trial_by_trial_ends_with_the_same_results_csv(tmp_path: Path) -> None:
+    source = RunDir.open(
+        Path(__file__).parents[1] / "fixtures" / "runs" / "v1" / "small-20261121-235548"
+    )
+    run = RunDir.create(tmp_path, "small", NOW)
+    run.write_saved(source.saved())
+    log = ResultsLog.open(run)
+    results = source.trials()
+    for trial_id in source.saved().trials:  # the shuffled order the run had
+        with run.writing_trial(trial_id) as folder:
+            run.write_trial(folder, results[trial_id])
+        log.add(results[trial_id])
+    log.finish()
+    assert csv_text(run) == (source.path / "results.csv").read_text()

@@ -208,7 +208,7 @@ def test_pivot_puts_one_factor_down_and_one_across() -> None:
     from dbrig.store import RunDir
 
     run = RunDir.open(Path(__file__).parents[1] / "fixtures" / "runs" / "small-20261121-235548")
-    labels = run.meta()["factor_labels"]
+    labels = dict(run.saved().factor_labels)
     headings, rows = pivot(run.results(), "threads", "cpu", "tps", labels)
     assert headings == ["threads \\ cpu", "0", "1"]
     assert [r[0] for r in rows] == ["1", "2"]

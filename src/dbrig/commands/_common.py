@@ -45,8 +45,8 @@ def load_run(path: Path, label: str | None = None) -> RunInput:
     and a run with no trial results.
     """
     run = store.RunDir.open(path)
-    meta = run.meta()
-    status = meta.get("status")
+    saved = run.saved()
+    status = saved.status
     if status != "complete":
         raise ConfigError(
             f"{path}: the run is {status or 'of unknown status'}, not complete "
@@ -58,7 +58,7 @@ def load_run(path: Path, label: str | None = None) -> RunInput:
         raise ConfigError(f"{path / 'results.csv'}: unreadable ({exc})") from None
     if results.empty or "cell" not in results:
         raise ConfigError(f"{path}: no trial results saved")
-    return RunInput(label or path.name, meta, results)
+    return RunInput(label or path.name, saved.to_json(), results)
 
 
 def write_output(path: Path, text: str, flag: str) -> None:

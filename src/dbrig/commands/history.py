@@ -102,7 +102,12 @@ def load_scenario_runs(runs_dir: Path, scenario: str | None) -> tuple[str, list[
         raise ConfigError(f"{runs_dir}: no such directory")
     by_name: dict[str, list[Path]] = {}
     for path in store.find_runs(runs_dir):
-        by_name.setdefault(_scenario_of(path), []).append(path)
+        try:
+            name = store.RunDir.open(path).saved().name
+        except DbrigError as exc:  # unreadable, or written by a newer dbrig
+            print_line(err_console(), f"dbrig: skipped: {exc}")
+            continue
+        by_name.setdefault(name, []).append(path)
     by_name.pop("", None)
     if scenario is None:
         if len(by_name) != 1:
@@ -121,14 +126,6 @@ def load_scenario_runs(runs_dir: Path, scenario: str | None) -> tuple[str, list[
     if not runs:
         raise ConfigError(f"{runs_dir}: no complete run of scenario {scenario}")
     return scenario, runs
-
-
-def _scenario_of(path: Path) -> str:
-    try:
-        meta = store.read_json(path / store.RUN_JSON)
-    except DbrigError:
-        return ""
-    return str((meta.get("scenario") or {}).get("name") or "")
 
 
 def print_history(found: history.History) -> None:

@@ -53,7 +53,7 @@ def run_scenario(
     if run_dir is None:
         run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
     else:
-        run_dir.update_meta(status="running")
+        run_dir.update_saved(status="running")
     _log_to(run_dir.path / "dbrig.log")
     trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
     say = emit or _emit
@@ -112,13 +112,15 @@ def resume_plan(resume_dir: Path) -> tuple[store.RunDir, scenario.Plan]:
     """The saved scenario and shuffle seed: a resumed run is the run it was, whatever the
     scenario file says now."""
     run_dir = store.RunDir.open(resume_dir)
-    meta = run_dir.meta()
+    saved_run = run_dir.saved()
+    if saved_run.raw_scenario is None:
+        raise ConfigError(f"--resume {resume_dir}: run.json has no raw_scenario to resume from")
     source = str(resume_dir / "scenario.yaml")
-    cores = ((meta.get("environment") or {}).get("host") or {}).get("cpu_count")
+    cores = (saved_run.environment.get("host") or {}).get("cpu_count")
     plan = scenario.plan_from_dict(
-        meta["raw_scenario"], source=source, seed=meta.get("seed"), cpu_count=cores
+        dict(saved_run.raw_scenario), source=source, seed=saved_run.seed, cpu_count=cores
     )
-    saved = {c["cell"]: c["factors"] for c in meta.get("cells", [])}
+    saved = {c.cell: dict(c.factors) for c in saved_run.cells}
     now = {c.id: c.factor_dict for c in plan.cells}
     if json.loads(json.dumps(now)) != saved:
         raise ConfigError(

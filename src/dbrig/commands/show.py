@@ -15,10 +15,10 @@ from dbrig.report import summary
 
 def print_results(run_dir: store.RunDir, fmt: str = "table") -> None:
     """The per-cell table: each headline metric's mean ±95 % CI (CV) over repetitions."""
-    meta = run_dir.meta()
+    saved = run_dir.saved()
     results = run_dir.results()
-    table = summary.cell_table(results, meta.get("factors", []), meta.get("factor_labels", {}))
-    pct = meta.get("scenario", {}).get("workload", {}).get("sysbench", {}) or {}
+    table = summary.cell_table(results, list(saved.factors), dict(saved.factor_labels))
+    pct = (saved.scenario.get("workload") or {}).get("sysbench") or {}
     headings, rows = summary.render(table, pct.get("percentile"))
     if not rows:
         out_console().print("no trials saved yet")
@@ -26,17 +26,22 @@ def print_results(run_dir: store.RunDir, fmt: str = "table") -> None:
     if fmt == "markdown":
         click.echo(summary.markdown(headings, rows))
         return
-    _print_table(f"{meta['scenario']['name']}: mean ±95% CI (CV) over repetitions", headings, rows)
+    title = f"{_name(run_dir, saved)}: mean ±95% CI (CV) over repetitions"
+    _print_table(title, headings, rows)
 
 
 def print_pivot(run_dir: store.RunDir, rows: str, columns: str, metric: str, fmt: str) -> None:
-    meta = run_dir.meta()
-    labels = meta.get("factor_labels", {})
+    saved = run_dir.saved()
+    labels = dict(saved.factor_labels)
     headings, body = summary.pivot(run_dir.results(), rows, columns, metric, labels)
     if fmt == "markdown":
         click.echo(summary.markdown(headings, body))
         return
-    _print_table(f"{meta['scenario']['name']}: {metric}, mean ±95% CI (CV)", headings, body)
+    _print_table(f"{_name(run_dir, saved)}: {metric}, mean ±95% CI (CV)", headings, body)
+
+
+def _name(run_dir: store.RunDir, saved: store.SavedRun) -> str:
+    return saved.name or run_dir.path.name
 
 
 def _print_table(title: str, headings: list[str], rows: list[list[str]]) -> None:

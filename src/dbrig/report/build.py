@@ -31,7 +31,7 @@ import pandas as pd
 import dbrig
 from dbrig.metrics import HEADLINE, Metric, throughput_metrics
 from dbrig.report import charts, html
-from dbrig.report.data import RunData, load_run, plain_value, read_samples, read_trial_json
+from dbrig.report.data import RunData, load_run, plain_value, read_samples, read_trial
 from dbrig.report.metrics import headline_metrics
 from dbrig.report.tables import (
     CellStats,
@@ -103,7 +103,7 @@ def report_context(
     headline: list[Metric],
 ) -> dict[str, Any]:
     """Everything the template shows except the charts."""
-    meta = data.meta
+    saved = data.saved
     configs = _effective_configs(data)
     return {
         "name": data.name,
@@ -111,8 +111,8 @@ def report_context(
         "run": {
             "dir": data.path.name,
             "status": data.status,
-            "created_at": _when(meta.get("created_at")),
-            "finished_at": _when(meta.get("finished_at")),
+            "created_at": _when(saved.created_at),
+            "finished_at": _when(saved.finished_at),
             "trials_saved": len(data.results),
             "trials_planned": data.planned_trials,
             "trials_failed": int((data.results["status"] != "ok").sum()),
@@ -159,7 +159,7 @@ def _scenario_facts(data: RunData) -> list[tuple[str, str]]:
         (
             "Repetitions",
             f"{s.get('repeat', '?')} per cell, order {s.get('order', '?')}, seed "
-            f"{data.meta.get('seed', s.get('seed', '?'))}",
+            f"{data.saved.seed if data.saved.seed is not None else s.get('seed', '?')}",
         )
     )
     facts.append(("Warm-up", f"{s.get('warmup', 0)} s (discarded, shaded in the time series)"))
@@ -167,8 +167,8 @@ def _scenario_facts(data: RunData) -> list[tuple[str, str]]:
     if sampling:
         state = f"every {sampling.get('interval', 1)} s" if sampling.get("enabled") else "off"
         facts.append(("Sampling", state))
-    if data.meta.get("source"):
-        facts.append(("Scenario file", f"{data.meta['source']} (digest {data.meta.get('digest')})"))
+    if data.saved.source:
+        facts.append(("Scenario file", f"{data.saved.source} (digest {data.saved.digest})"))
     return facts
 
 
@@ -239,7 +239,7 @@ def _external_text(spec: dict[str, Any]) -> str:
 
 
 def _environment_facts(data: RunData) -> list[tuple[str, str]]:
-    env = data.meta.get("environment") or {}
+    env = data.saved.environment
     host, storage, tools = env.get("host") or {}, env.get("storage") or {}, env.get("tools") or {}
     facts = []
     if host:
@@ -261,7 +261,7 @@ def _environment_facts(data: RunData) -> list[tuple[str, str]]:
                 f"{storage.get('io_scheduler', '?')}, reflink copies {reflink}",
             )
         )
-    servers = data.meta.get("servers") or {}
+    servers = data.saved.servers
     for name, version in tools.items():
         if not version or (name.startswith("server:") and name[7:] in servers):
             continue
@@ -276,7 +276,7 @@ def _environment_facts(data: RunData) -> list[tuple[str, str]]:
 
 def _servers(data: RunData) -> list[dict[str, Any]]:
     servers = []
-    for name, info in (data.meta.get("servers") or {}).items():
+    for name, info in data.saved.servers.items():
         variables = info.get("variables") or {}
         pool = parse_size(variables.get("innodb_buffer_pool_size"))
         if any(f.endswith(".innodb_buffer_pool_size") for f in data.factors):
@@ -297,8 +297,8 @@ def _effective_configs(data: RunData) -> dict[str, dict[str, Any]]:
     """effective_config of each cell's first saved trial."""
     configs = {}
     for cell, trials in data.trials_by_cell.items():
-        record = read_trial_json(data.trial_dir(trials[0]))
-        configs[cell] = record.get("effective_config") or {}
+        record = read_trial(data.trial_dir(trials[0]))
+        configs[cell] = dict(record.effective_config) if record else {}
     return configs
 
 

@@ -13,7 +13,6 @@ results.csv: one row per saved trial (see :mod:`dbrig.store`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from dbrig import store
+from dbrig.errors import DbrigError
 
 SAMPLE_FILES = ("intervals", "cpu", "disk", "memory", "procs", "status", "sampler")
 
@@ -29,7 +29,7 @@ SAMPLE_FILES = ("intervals", "cpu", "disk", "memory", "procs", "status", "sample
 @dataclass(frozen=True)
 class RunData:
     path: Path
-    meta: dict[str, Any]
+    saved: store.SavedRun
     results: pd.DataFrame
     cells: pd.DataFrame
     factors: tuple[str, ...]
@@ -41,15 +41,15 @@ class RunData:
 
     @property
     def status(self) -> str:
-        return str(self.meta.get("status") or "unknown")
+        return self.saved.status or "unknown"
 
     @property
     def scenario(self) -> dict[str, Any]:
-        return self.meta.get("scenario") or {}
+        return dict(self.saved.scenario)
 
     @property
     def planned_trials(self) -> int:
-        return len(self.meta.get("trials") or []) or len(self.results)
+        return len(self.saved.trials) or len(self.results)
 
     @property
     def workload_tool(self) -> str | None:
@@ -93,12 +93,12 @@ class RunData:
 def load_run(run_dir: Path) -> RunData:
     """Read a run directory (complete, interrupted or still running)."""
     run = store.RunDir.open(Path(run_dir))
-    meta = run.meta()
+    saved = run.saved()
     results = _normalise_results(run.results())
-    factors = tuple(meta.get("factors") or ())
-    labels = {f: (meta.get("factor_labels") or {}).get(f, f) for f in factors}
-    cells = _cells_frame(meta, results, factors, labels)
-    return RunData(run.path, meta, results, cells, factors, labels)
+    factors = saved.factors
+    labels = {f: saved.factor_labels.get(f, f) for f in factors}
+    cells = _cells_frame(saved, results, factors, labels)
+    return RunData(run.path, saved, results, cells, factors, labels)
 
 
 def _normalise_results(results: pd.DataFrame) -> pd.DataFrame:
@@ -113,12 +113,12 @@ def _normalise_results(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def _cells_frame(
-    meta: dict[str, Any], results: pd.DataFrame, factors: tuple[str, ...], labels: dict[str, str]
+    saved: store.SavedRun,
+    results: pd.DataFrame,
+    factors: tuple[str, ...],
+    labels: dict[str, str],
 ) -> pd.DataFrame:
-    rows = [
-        {"cell": str(c["cell"]), "server": c.get("server", ""), **(c.get("factors") or {})}
-        for c in meta.get("cells") or []
-    ]
+    rows = [{"cell": c.cell, "server": c.server, **c.factors} for c in saved.cells]
     known = {row["cell"] for row in rows}
     if not results.empty:
         extra = results[~results["cell"].isin(known)].drop_duplicates("cell")
@@ -133,14 +133,14 @@ def _cells_frame(
         " ".join(f"{labels[f]}={plain_value(row[f])}" for f in factors) or "(single cell)"
         for row in cells.to_dict("records")
     ]
-    cells["planned"] = cells["cell"].map(_planned_per_cell(meta)).fillna(0).astype(int)
+    cells["planned"] = cells["cell"].map(_planned_per_cell(saved)).fillna(0).astype(int)
     return cells.sort_values("cell", kind="stable").reset_index(drop=True)
 
 
-def _planned_per_cell(meta: dict[str, Any]) -> dict[str, int]:
+def _planned_per_cell(saved: store.SavedRun) -> dict[str, int]:
     planned: dict[str, int] = {}
-    for trial_id in meta.get("trials") or []:
-        cell = str(trial_id).rsplit("-r", 1)[0]
+    for trial_id in saved.trials:
+        cell = trial_id.rsplit("-r", 1)[0]
         planned[cell] = planned.get(cell, 0) + 1
     return planned
 
@@ -164,8 +164,9 @@ def read_samples(trial_dir: Path, name: str) -> pd.DataFrame | None:
     return None if frame.empty or "t_s" not in frame else frame
 
 
-def read_trial_json(trial_dir: Path) -> dict[str, Any]:
+def read_trial(trial_dir: Path) -> store.TrialResult | None:
+    """A trial's trial.json, or None when absent or unreadable (the report shows the rest)."""
     try:
-        return json.loads((trial_dir / store.TRIAL_JSON).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return {}
+        return store.read_trial(trial_dir)
+    except DbrigError:
+        return None

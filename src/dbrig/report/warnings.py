@@ -338,7 +338,7 @@ def buffer_pool_bytes(data: RunData, cell: dict[str, Any]) -> int | None:
     ):
         if key in cell:
             return parse_size(cell[key])
-    variables = ((data.meta.get("servers") or {}).get(server) or {}).get("variables") or {}
+    variables = (data.saved.servers.get(server) or {}).get("variables") or {}
     return parse_size(variables.get("innodb_buffer_pool_size"))
 
 

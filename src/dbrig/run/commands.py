@@ -24,6 +24,7 @@ class InterferenceCommand:
     tool: InterferenceTool
     argv: list[str]
     limit_s: int
+    role: str  # its key in trial.json's commands and its label in the dry run
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,15 @@ def trial_commands(
     argv = workload.run_argv(endpoint, workload_binary, scenario.warmup)
     expected = workload.expected_seconds(scenario.warmup)
     limit = interference_limit_s(expected, events_timeout_s)
+    tools = interference_for(scenario.interference)
     interference = [
-        InterferenceCommand(tool, tool.argv(interference_binaries[tool.key], limit), limit)
-        for tool in interference_for(scenario.interference)
+        InterferenceCommand(
+            tool,
+            tool.argv(interference_binaries[tool.key], limit),
+            limit,
+            "interference" if len(tools) == 1 else f"interference.{tool.key}",
+        )
+        for tool in tools
     ]
     return TrialCommands(
         workload, argv, workload_timeout_s(expected, events_timeout_s), interference

@@ -34,7 +34,7 @@ def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
             yield "  prepare (once per data set): " + " ".join(proc.redact(prepare))
         yield "  run: " + " ".join(proc.redact(commands.argv))
         for interference in commands.interference:
-            yield "  interference: " + " ".join(proc.redact(interference.argv))
+            yield f"  {interference.role}: " + " ".join(proc.redact(interference.argv))
         yield from _server_lines(cell.scenario.server_specs[cell.server])
         settings = cell.scenario.system
         if settings.active:

@@ -62,6 +62,8 @@ class Runner:
         self.keep_data = keep_data
         self.emit = emit
         self.servers: dict[str, ServerHandle] = {}
+        self._servers_saved = set(run.saved().servers)
+        self.results: store.ResultsLog | None = None
         self.short_names = plan.short_names()
         device = datadir_device(run.path)
         uses_system = any(c.scenario.system.active for c in plan.cells)
@@ -89,6 +91,7 @@ class Runner:
         ok = failed = 0
         ended = "complete"
         try:
+            self.results = store.ResultsLog.open(self.run)
             for trial in trials:
                 progress.starting(trial, trial.cell.label(self.short_names))
                 record = self._execute_one(trial)
@@ -108,7 +111,7 @@ class Runner:
         )
         if interrupted:
             # Count from disk: the signal may land after a trial was saved, before it was counted.
-            saved = self.run.trial_records()
+            saved = set(self.run.trial_ids())
             done = sum(t.id in saved for t in trials)
             raise Interrupted(
                 f"interrupted: {done} of {len(trials)} trials saved in {self.run.path}",
@@ -120,8 +123,10 @@ class Runner:
         with self.run.writing_trial(trial.id) as folder:
             server = self._server(trial.cell.server)
             record = TrialExecutor(self.context, server, trial, folder).execute()
-            store.write_json_atomic(folder / store.TRIAL_JSON, record.to_json(self.short_names))
-        self._write_results()
+            result = record.to_result(self.short_names)
+            self.run.write_trial(folder, result)
+        assert self.results is not None
+        self.results.add(result)
         self._record_servers()
         return record
 
@@ -131,18 +136,21 @@ class Runner:
         return progress_line(record.metrics) or "done"
 
     def _write_results(self) -> None:
-        self.run.write_results(store.results_frame(self.run.trial_records().values()))
+        """The final results.csv and results.parquet, sorted, from every saved trial."""
+        if self.results is None:  # stopped before the saved trials were even read
+            self.results = store.ResultsLog(self.run)
+        self.results.finish()
 
     def _record_servers(self) -> None:
-        meta = self.run.meta()
-        servers = meta.get("servers", {})
-        changed = False
-        for name, handle in self.servers.items():
-            if handle.info and name not in servers:
-                servers[name] = handle.info
-                changed = True
-        if changed:
-            self.run.update_meta(servers=servers)
+        """Each server's version and variables into run.json, once, when it first started."""
+        started = {n: h.info for n, h in self.servers.items() if h.info}
+        new = {n: info for n, info in started.items() if n not in self._servers_saved}
+        if not new:
+            return
+        saved = self.run.saved()
+        added = {n: info for n, info in new.items() if n not in saved.servers}
+        self.run.write_saved(saved.replace(servers={**saved.servers, **added}))
+        self._servers_saved.update(new)
 
     def _finish(self, ended: str) -> None:
         """Stop and clean up everything, each step whatever happens to the others: a second
@@ -168,12 +176,12 @@ class Runner:
                 pending_interrupt = exc
             except (DbrigError, OSError) as exc:
                 log.warning("cleaning up: %s", exc)
-        records = self.run.trial_records()
-        self.run.update_meta(
+        results = self.results.results if self.results is not None else self.run.trials()
+        self.run.update_saved(
             status=ended,
             finished_at=dt.datetime.now(dt.UTC).isoformat(),
-            trials_saved=len(records),
-            trials_failed=sum(r["status"] != "ok" for r in records.values()),
+            trials_saved=len(results),
+            trials_failed=sum(not r.ok for r in results.values()),
         )
         if pending_interrupt is not None and ended == "complete":
             raise pending_interrupt
@@ -184,39 +192,40 @@ def start_run(plan: Plan, out: Path | None, tools: Toolbox, now: dt.datetime) ->
     root = out or Path(plan.scenario.out)
     run = store.RunDir.create(root, plan.scenario.name, now)
     (run.path / "scenario.yaml").write_text(yaml.safe_dump(plan.raw, sort_keys=False))
-    run.write_meta(
-        {
-            "status": "running",
-            "created_at": now.isoformat(),
-            "source": plan.source,
-            "digest": plan.digest,
-            "seed": plan.seed,
-            "scenario": plan.scenario.model_dump(mode="json", by_alias=True),
-            "raw_scenario": plan.raw,
-            "factors": list(plan.factor_names),
-            "factor_labels": plan.short_names(),
-            "cells": [
-                {"cell": c.id, "server": c.server, "factors": c.factor_dict} for c in plan.cells
-            ],
-            "trials": [t.id for t in plan.trials],
-            "environment": {
-                "host": probe.host(),
-                "storage": probe.storage(run.path),
-                "tools": tools.versions(),
-            },
-        }
-    )
+    run.write_saved(saved_run(plan, tools, run.path, now))
     return run
+
+
+def saved_run(plan: Plan, tools: Toolbox, path: Path, now: dt.datetime) -> store.SavedRun:
+    """run.json of a run about to start: the plan, the order and the environment."""
+    return store.SavedRun(
+        status="running",
+        created_at=now.isoformat(),
+        source=plan.source,
+        digest=plan.digest,
+        seed=plan.seed,
+        scenario=plan.scenario.model_dump(mode="json", by_alias=True),
+        raw_scenario=plan.raw,
+        factors=tuple(plan.factor_names),
+        factor_labels=plan.short_names(),
+        cells=tuple(store.CellPlan(c.id, c.server, c.factor_dict) for c in plan.cells),
+        trials=tuple(t.id for t in plan.trials),
+        environment={
+            "host": probe.host(),
+            "storage": probe.storage(path),
+            "tools": tools.versions(),
+        },
+    )
 
 
 def pending_trials(plan: Plan, run: store.RunDir, *, retry_failed: bool) -> list[Trial]:
     """The trials of the saved order that have no saved result (or failed, if retrying)."""
-    records = run.trial_records()
-    order = run.meta().get("trials") or [t.id for t in plan.trials]
+    results = run.trials()
+    order = run.saved().trials or [t.id for t in plan.trials]
     by_id = {t.id: t for t in plan.trials}
     pending = []
     for trial_id in order:
-        rec = records.get(trial_id)
-        if rec is None or (retry_failed and rec["status"] != "ok"):
+        result = results.get(trial_id)
+        if result is None or (retry_failed and not result.ok):
             pending.append(by_id[trial_id])
     return pending

@@ -59,7 +59,7 @@ class TrialRecord:
     reason: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
-    commands: list[list[str]] = field(default_factory=list)
+    commands: dict[str, list[str]] = field(default_factory=dict)  # role -> argv
     effective_config: dict[str, Any] = field(default_factory=dict)
     system: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -70,27 +70,27 @@ class TrialRecord:
         if self.status == "ok":
             self.status, self.reason = "failed", reason
 
-    def to_json(self, short_names: dict[str, str]) -> dict[str, Any]:
+    def to_result(self, short_names: dict[str, str]) -> store.TrialResult:
+        """What trial.json saves (passwords in the commands masked)."""
         cell = self.trial.cell
-        return {
-            "format_version": store.FORMAT_VERSION,
-            "trial": self.trial.id,
-            "cell": cell.id,
-            "repetition": self.trial.repetition,
-            "server": cell.server,
-            "label": cell.label(short_names),
-            "factors": cell.factor_dict,
-            "status": self.status,
-            "reason": self.reason,
-            "started_at": self.started_at,
-            "timings": self.timings,
-            "metrics": self.metrics,
-            "effective_config": self.effective_config,
-            "system": self.system,
-            "warnings": self.warnings,
-            "output_tail": self.output_tail,
-            "commands": [proc.redact(c) for c in self.commands],
-        }
+        return store.TrialResult(
+            trial=self.trial.id,
+            cell=cell.id,
+            repetition=self.trial.repetition,
+            server=cell.server,
+            label=cell.label(short_names),
+            factors=dict(cell.factor_dict),
+            status=self.status,
+            reason=self.reason,
+            started_at=self.started_at,
+            timings=dict(self.timings),
+            metrics=dict(self.metrics),
+            effective_config=dict(self.effective_config),
+            system=dict(self.system),
+            warnings=tuple(self.warnings),
+            output_tail=tuple(self.output_tail),
+            commands={role: tuple(proc.redact(argv)) for role, argv in self.commands.items()},
+        )
 
 
 class TrialExecutor:
@@ -155,7 +155,7 @@ class TrialExecutor:
         warmup = self.scenario.warmup
         commands = self._commands()
         self._planned = commands.interference
-        self.record.commands.append(commands.argv)
+        self.record.commands["workload"] = commands.argv
         timeout = commands.timeout_s
         out = self.folder / "workload.out"
         with self._interfering(commands) as running, self._samplers(warmup) as samplers:
@@ -215,13 +215,13 @@ class TrialExecutor:
         """Every interference tool of the cell, running for the length of the block."""
         with contextlib.ExitStack() as stack:
             for command in commands.interference:
-                stack.enter_context(self._one_interference(command.tool, command.argv))
+                stack.enter_context(self._one_interference(command))
             yield list(self._interference)
 
     @contextlib.contextmanager
-    def _one_interference(self, tool: Any, argv: list[str]) -> Iterator[None]:
-        running = InterferenceRun(tool, argv, self.folder, self.context.clock)
-        self.record.commands.append(argv)
+    def _one_interference(self, command: InterferenceCommand) -> Iterator[None]:
+        running = InterferenceRun(command.tool, command.argv, self.folder, self.context.clock)
+        self.record.commands[command.role] = command.argv
         running.start()
         self._interference.append(running)
         try:

@@ -1,14 +1,14 @@
 """Run directories: versioned, self-describing, written so a crash loses at most one trial."""
 
+from dbrig.store.model import FORMAT_VERSION, CellPlan, SavedRun, TrialResult
+from dbrig.store.results import ResultsLog, parquet_safe, result_row, results_frame
 from dbrig.store.rundir import (
-    FORMAT_VERSION,
     RUN_JSON,
     TRIAL_JSON,
     RunDir,
     find_runs,
-    parquet_safe,
     read_json,
-    results_frame,
+    read_trial,
     write_json_atomic,
 )
 
@@ -16,10 +16,16 @@ __all__ = [
     "FORMAT_VERSION",
     "RUN_JSON",
     "TRIAL_JSON",
+    "CellPlan",
+    "ResultsLog",
     "RunDir",
+    "SavedRun",
+    "TrialResult",
     "find_runs",
     "parquet_safe",
     "read_json",
+    "read_trial",
+    "result_row",
     "results_frame",
     "write_json_atomic",
 ]

@@ -5,8 +5,10 @@ Layout of ``runs/<scenario>-<YYYYmmdd-HHMMSS>/``::
     run.json            format_version, scenario (resolved), environment, plan, status
     scenario.yaml       the file as given
     dbrig.log           every command started (passwords masked) and every event
-    results.csv         tidy: one row per cell x repetition, a column per factor and metric
-    results.parquet     the same, typed
+    results.csv         tidy: one row per cell x repetition, a column per factor and metric;
+                        current after every trial (rows in completion order while running),
+                        sorted by cell and repetition when the run ends or stops
+    results.parquet     the same, typed; written when the run ends or stops
     trials/c000-r1/     one folder per repetition of a cell:
         trial.json        factors, status, reason, timings, metrics, commands
         workload.out      the tool's raw output (re-parse it years later)
@@ -17,6 +19,9 @@ Layout of ``runs/<scenario>-<YYYYmmdd-HHMMSS>/``::
 
 A trial is written in ``trials/.c000-r1.partial/`` and renamed into place only
 when complete, so a half-written trial is never mistaken for a finished one.
+trial.json is the record; results.csv and results.parquet are rebuilt from the
+trials whenever a run starts, resumes or ends (see :mod:`dbrig.store.results`).
+run.json and trial.json are read and written through :mod:`dbrig.store.model`.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import fcntl
 import json
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +40,10 @@ import pandas as pd
 
 from dbrig import ownership
 from dbrig.errors import ConfigError
+from dbrig.store.model import SavedRun, TrialResult
+from dbrig.store.results import parquet_safe, results_frame
 from dbrig.util import files
 
-FORMAT_VERSION = 1
 RUN_JSON = "run.json"
 TRIAL_JSON = "trial.json"
 
@@ -93,16 +99,7 @@ class RunDir:
         if not path.is_dir():
             raise ConfigError(f"{path}: no such run directory")
         run = cls(path)
-        version = run.meta().get("format_version")
-        if not isinstance(version, int):
-            raise ConfigError(
-                f"{path / RUN_JSON}: no format_version: this is not a dbrig run directory"
-            )
-        if version > FORMAT_VERSION:
-            raise ConfigError(
-                f"{path / RUN_JSON}: format_version {version!r} is newer than this dbrig "
-                f"understands ({FORMAT_VERSION}): upgrade dbrig"
-            )
+        run.saved()  # refuses a missing, unreadable or newer run.json
         return run
 
     @contextlib.contextmanager
@@ -129,14 +126,18 @@ class RunDir:
 
     # -- run.json -----------------------------------------------------------------
 
-    def meta(self) -> dict[str, Any]:
-        return read_json(self.path / RUN_JSON)
+    def saved(self) -> SavedRun:
+        """run.json, migrated to the current format."""
+        path = self.path / RUN_JSON
+        return SavedRun.from_json(read_json(path), path)
 
-    def write_meta(self, data: Mapping[str, Any]) -> None:
-        write_json_atomic(self.path / RUN_JSON, {"format_version": FORMAT_VERSION, **data})
+    def write_saved(self, saved: SavedRun) -> None:
+        write_json_atomic(self.path / RUN_JSON, saved.to_json())
 
-    def update_meta(self, **changes: Any) -> None:
-        self.write_meta({**self.meta(), **changes})
+    def update_saved(self, **changes: Any) -> SavedRun:
+        saved = self.saved().replace(**changes)
+        self.write_saved(saved)
+        return saved
 
     # -- trials -------------------------------------------------------------------
 
@@ -164,16 +165,27 @@ class RunDir:
             shutil.rmtree(final)
         os.replace(partial, final)
 
-    def trial_records(self) -> dict[str, dict[str, Any]]:
-        """Every finished trial's trial.json, by trial id."""
-        records = {}
+    def trial_ids(self) -> list[str]:
+        """The ids of the finished trials, without reading them."""
         if not self.trials_dir.is_dir():
-            return records
-        for folder in sorted(self.trials_dir.iterdir()):
-            meta = folder / TRIAL_JSON
-            if not folder.name.startswith(".") and meta.is_file():
-                records[folder.name] = read_json(meta)
-        return records
+            return []
+        return sorted(
+            folder.name
+            for folder in self.trials_dir.iterdir()
+            if not folder.name.startswith(".") and (folder / TRIAL_JSON).is_file()
+        )
+
+    def trial(self, trial_id: str) -> TrialResult:
+        """One finished trial's trial.json, migrated to the current format."""
+        return read_trial(self.trial_path(trial_id))
+
+    def trials(self) -> dict[str, TrialResult]:
+        """Every finished trial, by trial id (sorted)."""
+        return {trial_id: self.trial(trial_id) for trial_id in self.trial_ids()}
+
+    def write_trial(self, folder: Path, result: TrialResult) -> None:
+        """trial.json into a folder given by :meth:`writing_trial`."""
+        write_json_atomic(folder / TRIAL_JSON, result.to_json())
 
     # -- tidy results -----------------------------------------------------------------
 
@@ -188,41 +200,13 @@ class RunDir:
     def results(self) -> pd.DataFrame:
         path = self.path / "results.csv"
         if not path.exists():
-            return results_frame(self.trial_records().values())
+            return results_frame(self.trials().values())
         return pd.read_csv(path)
 
 
-def parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:
-    """Parquet columns have one type: a factor mixing 128M and 1073741824 becomes text."""
-    out = frame.copy()
-    for column in out.columns:
-        if out[column].dtype == object:
-            kinds = {type(v) for v in out[column].dropna()}
-            if len(kinds) > 1:
-                out[column] = out[column].map(lambda v: v if v is None or v != v else str(v))
-    return out
-
-
-def results_frame(records: Any) -> pd.DataFrame:
-    """One row per trial: identity, factors, status, timings, metrics."""
-    rows = []
-    for rec in records:
-        row: dict[str, Any] = {
-            "trial": rec["trial"],
-            "cell": rec["cell"],
-            "repetition": rec["repetition"],
-            "server": rec["server"],
-            "status": rec["status"],
-            "reason": rec.get("reason"),
-        }
-        row.update(rec.get("factors", {}))
-        row.update({f"{k}": v for k, v in rec.get("metrics", {}).items()})
-        row.update({f"time_{k}": v for k, v in rec.get("timings", {}).items()})
-        rows.append(row)
-    frame = pd.DataFrame(rows)
-    if not frame.empty:
-        frame = frame.sort_values(["cell", "repetition"], kind="stable").reset_index(drop=True)
-    return frame
+def read_trial(folder: Path) -> TrialResult:
+    path = folder / TRIAL_JSON
+    return TrialResult.from_json(read_json(path), path)
 
 
 def find_runs(root: Path) -> list[Path]:
