@@ -82,6 +82,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
+from dbrig.proc import LOST_REASON, LOST_RETURNCODE
 from dbrig.tools.base import ToolInfo
 
 INFO = ToolInfo(name="mysqlslap", binaries=("mariadb-slap", "mysqlslap"), package="mariadb-client")
@@ -714,6 +715,8 @@ def _known_failure(error_lines: Sequence[str]) -> str | None:
 
 def _generic_failure(result: MysqlslapResult, returncode: int, error_lines: Sequence[str]) -> str:
     detail = _TOOL_PREFIX.sub("", error_lines[-1]) if error_lines else "nothing on stderr"
+    if returncode == LOST_RETURNCODE:
+        return f"mariadb-slap: {LOST_REASON}: {detail}"
     if returncode < 0:
         return f"mariadb-slap was killed by signal {-returncode}: {detail}"
     if returncode != 0:

@@ -60,6 +60,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from dbrig.errors import ConfigError, ParseError
+from dbrig.proc import LOST_REASON, LOST_RETURNCODE
 from dbrig.tools.base import ToolInfo
 
 INFO = ToolInfo(name="stress-ng", binaries=("stress-ng",), package="stress-ng")
@@ -569,6 +570,8 @@ def failure_reason(result: StressNgResult, returncode: int) -> str | None:
     signal N") is one: stress-ng did not get to clean up.
     """
     first_error = result.errors[0] if result.errors else None
+    if returncode == LOST_RETURNCODE:
+        return f"stress-ng: {LOST_REASON}"
     if returncode < 0:
         return f"stress-ng was killed by {_signal_name(-returncode)}"
     if returncode != 0:

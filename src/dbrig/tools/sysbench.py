@@ -91,6 +91,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
+from dbrig.proc import LOST_REASON, LOST_RETURNCODE
 from dbrig.tools.base import ToolInfo
 
 INFO = ToolInfo(name="sysbench", binaries=("sysbench",), package="sysbench")
@@ -710,6 +711,8 @@ def failure_reason(result: SysbenchResult, returncode: int) -> str | None:
         return None
     if result.fatal:
         return _main_fatal(result.fatal)
+    if returncode == LOST_RETURNCODE:
+        return LOST_REASON
     if returncode < 0 or returncode > 128:
         return f"killed by signal / no summary (rc={returncode})"
     if stalled:
