@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from dbrig import sampling
-from dbrig.sampling import HostSampler, summarize_cell
+from dbrig.sampling import HostSampler, SampleTiming, summarize_cell
 
 pytestmark = pytest.mark.integration
 
@@ -37,9 +37,7 @@ def test_host_sampler_follows_a_busy_child(tmp_path: Path) -> None:
         warmup_s = 0.6
         sampler = HostSampler(
             tmp_path,
-            interval=0.2,
-            t0=time.monotonic() + warmup_s,
-            warmup_s=warmup_s,
+            timing=SampleTiming(interval=0.2, t0=time.monotonic() + warmup_s, warmup_s=warmup_s),
             processes=lambda: {"workload": [child.pid], "stress-ng": []},
         )
         sampler.start()

@@ -207,25 +207,22 @@ class TrialExecutor:
         if not cfg.enabled:
             yield []
             return
-        t0 = time.monotonic() + warmup
+        timing = sampling.SampleTiming(
+            interval=cfg.interval,
+            clock=time.monotonic,
+            t0=time.monotonic() + warmup,
+            warmup_s=warmup,
+        )
         roles = self._process_roles
         host = sampling.HostSampler(
             self.folder,
-            interval=cfg.interval,
-            clock=time.monotonic,
-            t0=t0,
-            warmup_s=warmup,
+            timing=timing,
             processes=roles,
             devices=cfg.devices or self.context.devices,
         )
         conn = self.server.connect()
         status = sampling.StatusSampler(
-            self.folder,
-            interval=cfg.interval,
-            clock=time.monotonic,
-            t0=t0,
-            warmup_s=warmup,
-            fetch=lambda: _global_status(conn),
+            self.folder, timing=timing, fetch=lambda: _global_status(conn)
         )
         host.start()
         status.start()
