@@ -18,6 +18,7 @@ import pytest
 from dbrig import proc
 from dbrig.errors import ToolMissing
 from dbrig.tools import mysqlslap, stress_ng, sysbench
+from tests.helpers.wait import wait_for
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -26,15 +27,6 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 def nothing_left_running():
     yield
     proc.stop_all(grace_s=2)
-
-
-def wait_for(probe, timeout_s: float = 5.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if found := probe():
-            return found
-        time.sleep(0.02)
-    pytest.fail("timed out waiting")
 
 
 def group_members(pgid: int) -> list[int]:
@@ -139,7 +131,7 @@ def test_stop_kills_a_group_that_ignores_sigterm():
     time.sleep(0.2)  # let the trap be set
     done = child.stop(grace_s=0.3)
     assert done.killed_by_signal == signal.SIGKILL
-    wait_for(lambda: group_members(child.pid) == [])
+    wait_for("the group to end", lambda: group_members(child.pid) == [], timeout=5)
 
 
 def test_a_missing_program_is_tool_missing(tmp_path):
@@ -183,7 +175,9 @@ def test_capture_runs_as_a_registered_child_that_stop_all_stops(tmp_path):
     argv = ["sh", "-c", f"echo $$ > {pid_file}; exec sleep 30"]
     thread = threading.Thread(target=lambda: result.append(proc.capture(argv)))
     thread.start()
-    pid = wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+    pid = wait_for(
+        "the pid file", lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=5
+    )
     assert int(pid) in proc.live_children()
     assert os.getpgid(int(pid)) == int(pid)
     proc.stop_all(grace_s=2)
@@ -199,7 +193,7 @@ def test_capture_past_its_timeout_is_minus_1_and_its_group_is_killed(tmp_path):
     assert proc.capture(argv, timeout_s=0.3) == (-1, "")
     assert time.monotonic() - started < 5
     pgid = int(pid_file.read_text())
-    wait_for(lambda: group_members(pgid) == [])
+    wait_for("the group to end", lambda: group_members(pgid) == [], timeout=5)
     assert proc.live_children() == []
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import os
 import time
 from pathlib import Path
@@ -30,17 +29,13 @@ from dbrig.sampling import (
     status_variables,
     summarize_cell,
 )
+from tests.helpers.files import read_rows
 
 SCpuTimes = type(psutil.cpu_times())
 
 
 def cpu_times(**values: float) -> tuple:
     return SCpuTimes(**{field: float(values.get(field, 0.0)) for field in SCpuTimes._fields})
-
-
-def read_rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
 
 
 class FakeClock:
