@@ -7,7 +7,11 @@ every registered group: the CLI calls it on success, failure, Ctrl-C and
 SIGTERM, so nothing dbrig started outlives it.
 
 ``run()`` waits with ``os.wait4`` so the child's own user and system CPU time
-come back with its exit code (seed 003 used ``time`` for this).
+come back with its exit code (seed 003 used ``time`` for this). ``capture()``,
+for quick probes, takes the same path with temporary files for the output.
+
+Importing this module starts nothing: whether ``setpriv`` can set a parent-death
+signal is probed on the first spawn.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,6 +38,12 @@ log = logging.getLogger(__name__)
 
 _SECRET_ARG = re.compile(r"^(--?[\w-]*password[\w-]*=).*$", re.IGNORECASE)
 _POLL_S = 0.02
+_CAPTURE_KILL_WAIT_S = 2.0
+
+# The returncode of a child whose exit status was lost because something else reaped it.
+# Not -1, which is "killed by SIGHUP": no real exit code or signal number is this value.
+LOST_RETURNCODE = -1000
+LOST_REASON = "exit status lost: the process was reaped elsewhere"
 
 
 def _die_with_parent_prefix() -> tuple[str, ...]:
@@ -55,9 +66,19 @@ def _die_with_parent_prefix() -> tuple[str, ...]:
     return (setpriv, "--pdeathsig", "TERM", "--") if "--pdeathsig" in helped.stdout else ()
 
 
-_DIE_WITH_PARENT = _die_with_parent_prefix()
+_die_with_parent: tuple[str, ...] | None = None  # None until probed
+_probe_lock = threading.Lock()
 _live: dict[int, subprocess.Popen] = {}
 _live_lock = threading.Lock()
+
+
+def _die_with_parent_argv() -> tuple[str, ...]:
+    """The setpriv prefix, probed once on first use (not at import: that starts a process)."""
+    global _die_with_parent
+    with _probe_lock:
+        if _die_with_parent is None:
+            _die_with_parent = _die_with_parent_prefix()
+        return _die_with_parent
 
 
 def redact(argv: Sequence[str]) -> list[str]:
@@ -89,10 +110,19 @@ class Finished:
     user_cpu_s: float
     sys_cpu_s: float
     timed_out: bool = False
+    # Something else reaped the child: returncode is LOST_RETURNCODE, never a success.
+    reaped_elsewhere: bool = False
 
     @property
     def killed_by_signal(self) -> int | None:
+        if self.reaped_elsewhere:
+            return None
         return -self.returncode if self.returncode < 0 else None
+
+    @property
+    def exit_text(self) -> str:
+        """``exit N`` for messages, or why there is no N."""
+        return LOST_REASON if self.reaped_elsewhere else f"exit {self.returncode}"
 
 
 class Child:
@@ -146,17 +176,40 @@ class Child:
         try:
             pid, status, usage = os.wait4(self.pid, flags)
         except ChildProcessError:
-            pid, status, usage = self.pid, 0, None
+            self._reaped_elsewhere()
+            return
         if pid == 0:
             return
-        returncode = os.waitstatus_to_exitcode(status) if usage is not None else 0
+        self._finish(
+            os.waitstatus_to_exitcode(status), user_cpu_s=usage.ru_utime, sys_cpu_s=usage.ru_stime
+        )
+
+    def _reaped_elsewhere(self) -> None:
+        """The child is gone but not reaped here: its status is known only if the reaper
+        recorded it on the Popen (stop_all and Popen.wait do)."""
+        known = self.popen.returncode
+        if known is not None:
+            self._finish(known)
+            return
+        log.warning("%s (pid %d): %s", self.argv[0], self.pid, LOST_REASON)
+        self._finish(LOST_RETURNCODE, reaped_elsewhere=True)
+
+    def _finish(
+        self,
+        returncode: int,
+        *,
+        user_cpu_s: float = 0.0,
+        sys_cpu_s: float = 0.0,
+        reaped_elsewhere: bool = False,
+    ) -> None:
         self.popen.returncode = returncode
         self._finished = Finished(
             argv=self.argv,
             returncode=returncode,
             wall_s=time.monotonic() - self.started,
-            user_cpu_s=usage.ru_utime if usage else 0.0,
-            sys_cpu_s=usage.ru_stime if usage else 0.0,
+            user_cpu_s=user_cpu_s,
+            sys_cpu_s=sys_cpu_s,
+            reaped_elsewhere=reaped_elsewhere,
         )
         with _live_lock:
             _live.pop(self.pid, None)
@@ -176,18 +229,38 @@ def spawn(
     With ``merge_stderr`` stderr goes to the stdout file, in the order it was printed.
     """
     argv = [str(a) for a in argv]
-    if shutil.which(argv[0]) is None:
-        raise ToolMissing(f"{argv[0]} not found")
+    _require_found(argv[0])  # before the output files are created
+    with contextlib.ExitStack() as files:
+        out = files.enter_context(open(stdout, "ab")) if stdout else subprocess.DEVNULL
+        if merge_stderr:
+            err: Any = subprocess.STDOUT
+        else:
+            err = files.enter_context(open(stderr, "ab")) if stderr else subprocess.DEVNULL
+        return _spawn_into(argv, out, err, env=env, cwd=cwd)
+
+
+def _require_found(name: str) -> None:
+    if shutil.which(name) is None:
+        raise ToolMissing(f"{name} not found")
+
+
+def _spawn_into(
+    argv: list[str],
+    out: Any,
+    err: Any,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Child:
+    """Log, start and register ``argv`` writing to open handles (the caller closes them)."""
+    _require_found(argv[0])
+    prefix = _die_with_parent_argv()
     log.info("start: %s", " ".join(redact(argv)))
-    out = open(stdout, "ab") if stdout else subprocess.DEVNULL  # noqa: SIM115
-    err = (
-        subprocess.STDOUT if merge_stderr else open(stderr, "ab") if stderr else subprocess.DEVNULL  # noqa: SIM115
-    )
     full_env = None if env is None else {**os.environ, **env}
     child: Child | None = None
     held = _HeldSignals()
     try:
-        child = _start_held(argv, out, err, full_env, cwd, held)
+        child = _start_held(prefix, argv, out, err, full_env, cwd, held)
     finally:
         if child is None:
             held.deliver()  # the start failed: a Ctrl-C that arrived meanwhile still counts
@@ -200,6 +273,7 @@ def spawn(
 
 
 def _start_held(
+    prefix: tuple[str, ...],
     argv: list[str],
     out: Any,
     err: Any,
@@ -211,7 +285,7 @@ def _start_held(
     with _interrupts_held(held):
         try:
             popen = subprocess.Popen(
-                [*_DIE_WITH_PARENT, *argv],
+                [*prefix, *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
@@ -223,10 +297,6 @@ def _start_held(
             raise ToolMissing(f"{argv[0]} not found") from exc
         except PermissionError as exc:
             raise ToolMissing(f"{argv[0]} is not executable: {exc.strerror}") from exc
-        finally:
-            for handle in (out, err):
-                if hasattr(handle, "close"):
-                    handle.close()
         child = Child(popen, argv, time.monotonic())
         with _live_lock:
             _live[popen.pid] = popen
@@ -281,33 +351,45 @@ def run(
 ) -> Finished:
     """Run ``argv`` to completion; on timeout stop its group and mark ``timed_out``."""
     child = spawn(argv, stdout=stdout, stderr=stderr, merge_stderr=merge_stderr, env=env, cwd=cwd)
+    return _wait_or_stop(child, timeout_s, grace_s=grace_s)
+
+
+def _wait_or_stop(
+    child: Child, timeout_s: float, *, grace_s: float, sig: int = signal.SIGTERM
+) -> Finished:
+    """Wait for ``child``; past ``timeout_s`` (or on an exception) stop its whole group."""
     try:
         done = child.wait(timeout_s)
     except BaseException:
-        child.stop(grace_s)
+        child.stop(grace_s, sig)
         raise
     if done is None:
-        done = child.stop(grace_s)
+        done = child.stop(grace_s, sig)
         return dataclasses.replace(done, timed_out=True)
     return done
 
 
 def capture(argv: Sequence[str], *, timeout_s: float = 30.0) -> tuple[int, str]:
-    """Run a quick command and return (returncode, stdout+stderr): for version probes."""
-    try:
-        done = subprocess.run(
-            [str(a) for a in argv],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            start_new_session=True,
-        )
-    except FileNotFoundError:
-        return 127, ""
-    except subprocess.TimeoutExpired:
-        return -1, ""
-    return done.returncode, (done.stdout or "") + (done.stderr or "")
+    """Run a quick command and return (returncode, stdout+stderr): for version probes.
+
+    127 when the command is not found; -1 when it ran out of time (its group is killed).
+    """
+    argv = [str(a) for a in argv]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            child = _spawn_into(argv, out, err)
+        except ToolMissing:
+            return 127, ""
+        done = _wait_or_stop(child, timeout_s, grace_s=_CAPTURE_KILL_WAIT_S, sig=signal.SIGKILL)
+        if done.timed_out:
+            log.warning("%s did not finish within %g s: killed", argv[0], timeout_s)
+            return -1, ""
+        return done.returncode, _read_all(out) + _read_all(err)
+
+
+def _read_all(handle: Any) -> str:
+    handle.seek(0)
+    return handle.read().decode(errors="replace")
 
 
 def live_children() -> list[int]:
@@ -318,28 +400,37 @@ def live_children() -> list[int]:
 def stop_all(grace_s: float = 10.0) -> None:
     """Stop every child dbrig started and has not reaped: the last line of defence."""
     with _live_lock:
-        pids = list(_live)
-    for pid in pids:
+        live = dict(_live)
+    for pid in live:
         with contextlib.suppress(ProcessLookupError, ChildProcessError, PermissionError):
             os.killpg(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
-    for pid in pids:
-        while time.monotonic() < deadline and _alive(pid):
+    for pid, popen in live.items():
+        while time.monotonic() < deadline and _alive(popen):
             time.sleep(_POLL_S)
         with contextlib.suppress(ProcessLookupError, ChildProcessError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError, ChildProcessError, PermissionError):
-            os.waitpid(pid, 0)
+        _reap_recording(popen, 0)
         with _live_lock:
             _live.pop(pid, None)
 
 
-def _alive(pid: int) -> bool:
+def _alive(popen: subprocess.Popen) -> bool:
+    return popen.returncode is None and not _reap_recording(popen, os.WNOHANG)
+
+
+def _reap_recording(popen: subprocess.Popen, flags: int) -> bool:
+    """Reap ``popen`` if it has exited, keeping its status on it for Child._reap; True if gone."""
+    if popen.returncode is not None:
+        return True
     try:
-        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        pid, status = os.waitpid(popen.pid, flags)
     except ChildProcessError:
+        return True
+    if pid == 0:
         return False
-    return reaped == 0
+    popen.returncode = os.waitstatus_to_exitcode(status)
+    return True
 
 
 def _kill_group_leftovers(pgid: int) -> None:

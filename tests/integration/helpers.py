@@ -12,10 +12,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pandas as pd
 import psutil
@@ -51,9 +50,6 @@ TINY_SCENARIO: dict[str, Any] = {
 TINY_CONFIG: dict[str, Any] = TINY_SCENARIO["server"]["config"]
 BUFFER_POOL_BYTES = str(64 * 2**20)
 
-T = TypeVar("T")
-
-
 # -- scenarios -----------------------------------------------------------------------------
 
 
@@ -77,19 +73,6 @@ def only_run_dir(out: Path) -> Path:
 
 def read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
-
-
-def wait_for(what: str, probe: Callable[[], T | None], *, timeout: float, child=None) -> T:
-    """Poll ``probe`` until it returns something; fail early if ``child`` exits first."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        if child is not None and child.poll() is not None:
-            pytest.fail(f"dbrig exited ({child.returncode}) before {what}")
-        time.sleep(0.05)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 # -- the command line, in-process and as a child process -----------------------------------

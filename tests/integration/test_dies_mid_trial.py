@@ -11,13 +11,13 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
     DBRIG,
     LEAK_TAG,
     TINY_SCENARIO,
     read_json,
     tiny_scenario,
-    wait_for,
     write_scenario,
 )
 

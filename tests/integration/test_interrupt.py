@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
     DBRIG,
     assert_complete_run,
@@ -19,7 +20,6 @@ from tests.integration.helpers import (
     run_dbrig,
     tiny_scenario,
     trial_dirs,
-    wait_for,
     write_scenario,
 )
 

@@ -10,13 +10,11 @@ repository root (git-ignored).
 
 from __future__ import annotations
 
-import base64
 import io
 import re
 import shutil
 import subprocess
 import time
-from html.parser import HTMLParser
 from pathlib import Path
 
 import psutil
@@ -24,11 +22,12 @@ import pytest
 from PIL import Image
 
 from dbrig.report import write_report
+from tests.helpers.files import FAILED, copy_run
+from tests.helpers.html import PNG_MAGIC, decoded_png, parse_html
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-RUN = ROOT / "tests" / "fixtures" / "runs" / "small-failed"
 CHROMIUM = shutil.which("chromium")
 SECTIONS = {
     "warnings": "Warnings",
@@ -40,27 +39,10 @@ SECTIONS = {
     "appendix": "Appendix",
 }
 WIDTH, HEIGHT = 1280, 7000
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"
 )
-
-
-class _Dom(HTMLParser):
-    """Element ids and image sources of the DOM Chromium rendered."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ids: set[str] = set()
-        self.images: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        values = dict(attrs)
-        if values.get("id"):
-            self.ids.add(values["id"] or "")
-        if tag == "img":
-            self.images.append(values.get("src") or "")
 
 
 def chromium(user_data: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -133,9 +115,7 @@ def probe_page(images: list[str]) -> str:
 
 @pytest.fixture
 def report(tmp_path: Path) -> Path:
-    run = tmp_path / "run"
-    shutil.copytree(RUN, run)
-    return write_report(run)
+    return write_report(copy_run(FAILED, tmp_path))
 
 
 @needs_chromium
@@ -145,8 +125,7 @@ def test_report_renders_in_chromium(report: Path, tmp_path: Path) -> None:
     assert dumped.returncode == 0, dumped.stderr[-2000:]
     assert console_messages(dumped.stderr) == []
 
-    dom = _Dom()
-    dom.feed(dumped.stdout)
+    dom = parse_html(dumped.stdout)
     for section in SECTIONS:
         assert section in dom.ids, f"section #{section} missing from the rendered page"
     headings = re.findall(r"<h[23][^>]*>([^<]+)</h[23]>", dumped.stdout)
@@ -155,8 +134,7 @@ def test_report_renders_in_chromium(report: Path, tmp_path: Path) -> None:
 
     assert len(dom.images) == 7
     for src in dom.images:
-        assert src.startswith("data:image/png;base64,"), f"not an inline PNG: {src[:60]}"
-        width, height = png_size(base64.b64decode(src.split(",", 1)[1], validate=True))
+        width, height = png_size(decoded_png(src))
         assert width >= 600 and height >= 200
 
     probe = tmp_path / "probe.html"

@@ -6,7 +6,6 @@ the child's CPU seen, a prompt and clean stop), never speed or exact shares.
 
 from __future__ import annotations
 
-import csv
 import itertools
 import os
 import subprocess
@@ -18,16 +17,12 @@ import psutil
 import pytest
 
 from dbrig import sampling
-from dbrig.sampling import HostSampler, summarize_cell
+from dbrig.sampling import HostSampler, SampleTiming, summarize_cell
+from tests.helpers.files import read_rows
 
 pytestmark = pytest.mark.integration
 
 BUSY_LOOP = "while True:\n    pass\n"
-
-
-def read_rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
 
 
 def test_host_sampler_follows_a_busy_child(tmp_path: Path) -> None:
@@ -37,9 +32,7 @@ def test_host_sampler_follows_a_busy_child(tmp_path: Path) -> None:
         warmup_s = 0.6
         sampler = HostSampler(
             tmp_path,
-            interval=0.2,
-            t0=time.monotonic() + warmup_s,
-            warmup_s=warmup_s,
+            timing=SampleTiming(interval=0.2, t0=time.monotonic() + warmup_s, warmup_s=warmup_s),
             processes=lambda: {"workload": [child.pid], "stress-ng": []},
         )
         sampler.start()

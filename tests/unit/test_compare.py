@@ -9,8 +9,6 @@ import copy
 import json
 import math
 import xml.etree.ElementTree as ET
-from html.parser import HTMLParser
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,8 +19,9 @@ from dbrig.analysis.compare import RunInput, compare_groups, compare_runs, norma
 from dbrig.commands._common import load_run
 from dbrig.errors import ConfigError
 from dbrig.report import compare_text as output
+from tests.helpers.files import COMPARE_RUNS as RUNS
+from tests.helpers.html import parse_html
 
-RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "compare"
 THREADS = "workload.sysbench.threads"
 CPU = "interference.stress-ng.cpu"
 
@@ -378,21 +377,9 @@ def test_markdown_lists_environment_differences():
     assert "CPU model: Intel(R) Xeon(R) Processor @ 2.10GHz -> AMD EPYC 7B13" in text
 
 
-class _Tags(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[str] = []
-        self.links: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append(tag)
-        self.links += [v for k, v in attrs if k in ("src", "href") and v]
-
-
 def test_html_output_is_self_contained(worse_report):
     text = output.to_html(worse_report)
-    parser = _Tags()
-    parser.feed(text)
+    parser = parse_html(text)
     assert parser.tags.count("svg") == len(worse_report.metrics)
     assert "style" in parser.tags and "table" in parser.tags
     assert parser.links == []

@@ -5,17 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from dbrig import cli
 from dbrig.commands import compare_command, history_command
 from dbrig.commands._common import PERCENT
-from dbrig.errors import DbrigError
-
-RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "compare"
+from tests.helpers.cli import invoke as invoke_command
+from tests.helpers.files import COMPARE_RUNS as RUNS
 
 
 def fixture(name: str) -> str:
@@ -23,13 +20,7 @@ def fixture(name: str) -> str:
 
 
 def invoke(args: list[str]) -> tuple[int, str]:
-    """Run the command as dbrig.cli.main would: a DbrigError becomes its exit code."""
-    result = CliRunner().invoke(compare_command, args)
-    if isinstance(result.exception, DbrigError):
-        return result.exception.exit_code, str(result.exception)
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.output
+    return invoke_command(compare_command, args)
 
 
 # --------------------------------------------------------------------------- exit 0

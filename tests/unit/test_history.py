@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
 
 from dbrig.analysis import history
 from dbrig.commands.history import history_command, load_scenario_runs
-from dbrig.errors import ConfigError, DbrigError
+from dbrig.errors import ConfigError
+from tests.helpers.cli import invoke as invoke_command
 
 THREADS = "workload.sysbench.threads"
 # Repetition noise of about 1 %, the same pattern in every run.
@@ -85,13 +85,7 @@ def build(runs_dir: Path, **kwargs) -> history.History:
 
 
 def invoke(args: list[str]) -> tuple[int, str]:
-    """Run the command as dbrig.cli.main would: a DbrigError becomes its exit code."""
-    result = CliRunner().invoke(history_command, args)
-    if isinstance(result.exception, DbrigError):
-        return result.exception.exit_code, str(result.exception)
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.output
+    return invoke_command(history_command, args)
 
 
 # --------------------------------------------------------------------------- building

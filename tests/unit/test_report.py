@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import shutil
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pandas as pd
@@ -18,66 +16,11 @@ from dbrig.report import charts, summary, write_report
 from dbrig.report.build import REPORT_HTML, RESULTS_BY_CELL
 from dbrig.report.data import load_run, read_samples
 from dbrig.report.metrics import headline_metrics
+from tests.helpers.files import COMPLETE, FAILED, RUNS, copy_run
+from tests.helpers.html import PNG_MAGIC, decoded_png
+from tests.helpers.html import parse_page as parse
 
-RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
-COMPLETE = RUNS / "small-20261121-235548"
-FAILED = RUNS / "small-failed"
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SECTIONS = ("warnings", "scenario", "results", "charts", "timeseries", "appendix")
-
-
-class _Page(HTMLParser):
-    """The parts of a page the tests look at: ids, img sources, external references, text."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ids: set[str] = set()
-        self.images: list[str] = []
-        self.external: list[str] = []
-        self.scripts = 0
-        self.text: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        values = dict(attrs)
-        if values.get("id"):
-            self.ids.add(values["id"] or "")
-        if tag == "img":
-            self.images.append(values.get("src") or "")
-        if tag == "script":
-            self.scripts += 1
-        for name in ("src", "href"):
-            link = values.get(name) or ""
-            if re.match(r"^(https?:)?//", link):
-                self.external.append(link)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th", "li", "p", "dt", "dd"):
-            self.text.append(" ")
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-
-    @property
-    def plain(self) -> str:
-        return re.sub(r"\s+", " ", "".join(self.text))
-
-
-def parse(path: Path) -> _Page:
-    page = _Page()
-    page.feed(path.read_text())
-    return page
-
-
-def copy_run(source: Path, tmp_path: Path) -> Path:
-    target = tmp_path / source.name
-    shutil.copytree(source, target)
-    return target
-
-
-def decoded_png(src: str) -> bytes:
-    prefix = "data:image/png;base64,"
-    assert src.startswith(prefix)
-    return base64.b64decode(src[len(prefix) :], validate=True)
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,8 @@ import pytest
 from dbrig.analysis.stats import summarize
 from dbrig.report.data import load_run
 from dbrig.report.tables import aggregate, by_cell_frame, cell_overview, metric_columns
+from tests.helpers.files import COMPLETE, FAILED
 
-RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
-COMPLETE = RUNS / "small-20261121-235548"
-FAILED = RUNS / "small-failed"
 HEADLINE = ("tps", "qps", "latency_avg_ms", "latency_pct_ms", "errors_per_s")
 
 

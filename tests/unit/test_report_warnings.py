@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,16 +13,7 @@ import pytest
 from dbrig.report import RunWarning, run_warnings
 from dbrig.report.warnings import MAX_CELL_WARNINGS
 from dbrig.util.units import parse_size
-
-RUNS = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
-COMPLETE = RUNS / "small-20261121-235548"
-FAILED = RUNS / "small-failed"
-
-
-def copy_run(source: Path, tmp_path: Path) -> Path:
-    target = tmp_path / source.name
-    shutil.copytree(source, target)
-    return target
+from tests.helpers.files import COMPLETE, FAILED, copy_run
 
 
 def edit_results(run: Path, change: Callable[[pd.DataFrame], pd.DataFrame | None]) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import os
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from dbrig.sampling import (
     MIB,
     HostSampler,
     ProcSample,
+    SampleTiming,
     StatusSampler,
     cpu_percentages,
     cpu_rows,
@@ -29,17 +29,13 @@ from dbrig.sampling import (
     status_variables,
     summarize_cell,
 )
+from tests.helpers.files import read_rows
 
 SCpuTimes = type(psutil.cpu_times())
 
 
 def cpu_times(**values: float) -> tuple:
     return SCpuTimes(**{field: float(values.get(field, 0.0)) for field in SCpuTimes._fields})
-
-
-def read_rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
 
 
 class FakeClock:
@@ -354,7 +350,9 @@ def statuses(*questions: int) -> list[dict[str, str]]:
 def test_status_sampler_marks_phases_by_the_schedule(tmp_path: Path) -> None:
     clock = FakeClock(8.0)
     feed = iter(statuses(0, 10, 30, 60, 70))
-    sampler = StatusSampler(tmp_path, interval=1.0, clock=clock, t0=10.0, fetch=lambda: next(feed))
+    sampler = StatusSampler(
+        tmp_path, timing=SampleTiming(interval=1.0, clock=clock, t0=10.0), fetch=lambda: next(feed)
+    )
     sampler.open()
     for now, scheduled in ((9.0, -1.0), (10.25, 0.0), (11.0, 1.0), (11.5, None)):
         clock.now = now
@@ -378,7 +376,9 @@ def test_status_sampler_marks_phases_by_the_schedule(tmp_path: Path) -> None:
 def test_status_sampler_writes_an_empty_rate_after_a_server_restart(tmp_path: Path) -> None:
     clock = FakeClock(0.0)
     feed = iter(statuses(500, 600, 3))
-    sampler = StatusSampler(tmp_path, clock=clock, t0=0.0, fetch=lambda: next(feed))
+    sampler = StatusSampler(
+        tmp_path, timing=SampleTiming(clock=clock, t0=0.0), fetch=lambda: next(feed)
+    )
     sampler.open()
     for now in (1.0, 2.0):
         clock.now = now
@@ -389,7 +389,9 @@ def test_status_sampler_writes_an_empty_rate_after_a_server_restart(tmp_path: Pa
 
 def test_without_t0_the_window_starts_after_the_warmup(tmp_path: Path) -> None:
     clock = FakeClock(100.0)
-    sampler = StatusSampler(tmp_path, clock=clock, warmup_s=5.0, fetch=lambda: {"Questions": 1})
+    sampler = StatusSampler(
+        tmp_path, timing=SampleTiming(clock=clock, warmup_s=5.0), fetch=lambda: {"Questions": 1}
+    )
     sampler.open()
     assert sampler.t0 == 105.0
     sampler.close()
@@ -399,9 +401,7 @@ def test_host_sampler_rows_carry_the_stamp(tmp_path: Path) -> None:
     clock = FakeClock(50.0)
     sampler = HostSampler(
         tmp_path,
-        interval=1.0,
-        clock=clock,
-        t0=51.0,
+        timing=SampleTiming(interval=1.0, clock=clock, t0=51.0),
         processes=lambda: {"server": [os.getpid()]},
         devices=None,
     )
@@ -430,8 +430,9 @@ def test_host_sampler_rows_carry_the_stamp(tmp_path: Path) -> None:
 
 def test_both_samplers_share_one_sampler_csv_header(tmp_path: Path) -> None:
     clock = FakeClock(0.0)
-    host = HostSampler(tmp_path, clock=clock, t0=0.0, devices=[])
-    status = StatusSampler(tmp_path, clock=clock, t0=0.0, fetch=lambda: {"Questions": "1"})
+    timing = SampleTiming(clock=clock, t0=0.0)
+    host = HostSampler(tmp_path, timing=timing, devices=[])
+    status = StatusSampler(tmp_path, timing=timing, fetch=lambda: {"Questions": "1"})
     host.open()
     status.open()
     clock.now = 1.0
@@ -464,7 +465,9 @@ def test_a_failing_fetch_ends_the_thread_with_a_one_line_error(tmp_path: Path) -
         except StopIteration:
             raise ConnectionError("Lost connection\nto server during query") from None
 
-    sampler = StatusSampler(tmp_path, interval=0.01, t0=time.monotonic(), fetch=fetch)
+    sampler = StatusSampler(
+        tmp_path, timing=SampleTiming(interval=0.01, t0=time.monotonic()), fetch=fetch
+    )
     sampler.start()
     wait_until_stopped(sampler)
     sampler.stop()
@@ -476,8 +479,7 @@ def test_a_thread_stops_and_keeps_its_rows(tmp_path: Path) -> None:
     counter = iter(range(0, 10**6, 10))
     sampler = StatusSampler(
         tmp_path,
-        interval=0.02,
-        t0=time.monotonic() + 0.05,
+        timing=SampleTiming(interval=0.02, t0=time.monotonic() + 0.05),
         fetch=lambda: {"Questions": str(next(counter))},
     )
     sampler.start()
@@ -492,6 +494,12 @@ def test_a_thread_stops_and_keeps_its_rows(tmp_path: Path) -> None:
     assert times == sorted(times)
     assert {r["phase"] for r in rows} <= {"warmup", "measure"}
     assert rows[-1]["phase"] == "measure"
+
+
+@pytest.mark.parametrize("interval", [0.0, -1.0])
+def test_a_sampling_interval_must_be_positive(interval: float) -> None:
+    with pytest.raises(ValueError, match="must be positive"):
+        SampleTiming(interval)
 
 
 def test_stop_before_start_is_harmless(tmp_path: Path) -> None:
@@ -647,7 +655,9 @@ def test_summarize_cell_reads_what_the_samplers_wrote(tmp_path: Path) -> None:
         }
         for q, r in ((0, 0), (100, 1000), (300, 3000))
     )
-    sampler = StatusSampler(tmp_path, clock=clock, t0=0.0, fetch=lambda: next(feed))
+    sampler = StatusSampler(
+        tmp_path, timing=SampleTiming(clock=clock, t0=0.0), fetch=lambda: next(feed)
+    )
     sampler.open()
     for now in (1.0, 2.0):
         clock.now = now

@@ -13,6 +13,7 @@ from dbrig.report.summary import cell_table, format_cell, markdown, pivot, rende
 from dbrig.run.progress import Progress
 from dbrig.run.trial import derived_costs
 from dbrig.scenario import plan_from_dict
+from tests.helpers.files import COMPLETE
 
 THREADS = "workload.sysbench.threads"
 
@@ -203,11 +204,9 @@ def test_markdown_table_has_a_header_rule_and_escapes_pipes() -> None:
 
 
 def test_pivot_puts_one_factor_down_and_one_across() -> None:
-    from pathlib import Path
-
     from dbrig.store import RunDir
 
-    run = RunDir.open(Path(__file__).parents[1] / "fixtures" / "runs" / "small-20261121-235548")
+    run = RunDir.open(COMPLETE)
     labels = dict(run.saved().factor_labels)
     headings, rows = pivot(run.results(), "threads", "cpu", "tps", labels)
     assert headings == ["threads \\ cpu", "0", "1"]

@@ -119,7 +119,9 @@ def run_prepare(name: str, argv: list[str], out: Path) -> None:
     text = out.read_text(errors="replace") if out.exists() else ""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     fatal = [ln for ln in lines if "FATAL" in ln or "error" in ln.lower()]
-    detail = (fatal or lines[-1:] or [f"exit {done.returncode}"])[0]
+    detail = (fatal or lines[-1:] or [done.exit_text])[0]
+    if done.reaped_elsewhere:
+        detail = done.exit_text
     if done.timed_out:
         detail = f"did not finish within {PREPARE_TIMEOUT_S} s"
     raise ToolError(f"server '{name}': preparing the data failed: {detail}")

@@ -42,8 +42,10 @@ class InterferenceRun:
         done = self.child.poll()
         if done is None:
             return None
+        if done.reaped_elsewhere:
+            return f"{self.tool.info.name}: {done.exit_text}"
         reason = self.tool.failure_reason(self._output(), done.returncode)
-        return f"{self.tool.info.name} exited early: {reason or f'exit {done.returncode}'}"
+        return f"{self.tool.info.name} exited early: {reason or done.exit_text}"
 
     def stop(self) -> dict[str, float]:
         """Stop it and return its metrics (its own report, achieved versus asked CPU)."""

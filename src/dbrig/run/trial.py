@@ -171,6 +171,8 @@ class TrialExecutor:
         self._save_outcome(outcome, warmup)
         if abort:
             self.record.fail(abort)
+        elif finished.reaped_elsewhere:
+            self.record.fail(f"{self.workload.info.name}: {finished.exit_text}")
         elif finished.timed_out:
             self.record.fail(f"{self.workload.info.name} did not finish within {timeout:.0f} s")
         elif outcome.reason:
@@ -236,25 +238,22 @@ class TrialExecutor:
         if not cfg.enabled:
             yield []
             return
-        t0 = time.monotonic() + warmup
+        timing = sampling.SampleTiming(
+            interval=cfg.interval,
+            clock=self.context.clock,
+            t0=self.context.clock() + warmup,
+            warmup_s=warmup,
+        )
         roles = self._process_roles
         host = sampling.HostSampler(
             self.folder,
-            interval=cfg.interval,
-            clock=time.monotonic,
-            t0=t0,
-            warmup_s=warmup,
+            timing=timing,
             processes=roles,
             devices=cfg.devices or self.context.devices,
         )
         conn = self.server.connect()
         status = sampling.StatusSampler(
-            self.folder,
-            interval=cfg.interval,
-            clock=time.monotonic,
-            t0=t0,
-            warmup_s=warmup,
-            fetch=lambda: _global_status(conn),
+            self.folder, timing=timing, fetch=lambda: _global_status(conn)
         )
         host.start()
         status.start()

@@ -21,6 +21,7 @@ summary.py     :func:`summarize_cell`, the per-cell means
 
 Timing
 ------
+A :class:`SampleTiming` gives each sampler its interval, clock, ``t0`` and warm-up.
 ``t0`` is the monotonic time the measured window starts. Samples are taken on a
 fixed grid ``t0 + k * interval`` (k may be negative during warm-up), so drift
 does not accumulate and one tick falls on ``t0`` itself; the first sample is a
@@ -85,6 +86,7 @@ from dbrig.sampling.schedule import (
     MEASURE,
     STAMP_COLUMNS,
     WARMUP,
+    SampleTiming,
     next_tick_s,
     phase_for,
 )
@@ -123,6 +125,7 @@ __all__ = [
     "ProcKey",
     "ProcSample",
     "ProcSnapshot",
+    "SampleTiming",
     "SamplerFailure",
     "StatusSampler",
     "cpu_percentages",

@@ -23,12 +23,18 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Self
 
 from dbrig.sampling.rates import _per_s
-from dbrig.sampling.schedule import FINAL_SAMPLE_MIN, STAMP_COLUMNS, next_tick_s, phase_for
+from dbrig.sampling.schedule import (
+    FINAL_SAMPLE_MIN,
+    STAMP_COLUMNS,
+    SampleTiming,
+    next_tick_s,
+    phase_for,
+)
 
 DEFAULT_STOP_TIMEOUT_S = 5.0
 SAMPLER_COLUMNS = (*STAMP_COLUMNS, "sampler", "cpu_s", "cpu_pct")
@@ -92,23 +98,13 @@ class _Sampler:
 
     name = "sampler"
 
-    def __init__(
-        self,
-        cell_dir: Path | str,
-        *,
-        interval: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
-        t0: float | None = None,
-        warmup_s: float = 0.0,
-    ) -> None:
-        if interval <= 0:
-            raise ValueError(f"sampling interval must be positive, got {interval}")
+    def __init__(self, cell_dir: Path | str, *, timing: SampleTiming) -> None:
         self.cell_dir = Path(cell_dir)
-        self.interval = float(interval)
+        self.interval = float(timing.interval)
         self.error: str | None = None
-        self._clock = clock
-        self._t0 = t0
-        self._warmup_s = float(warmup_s)
+        self._clock = timing.clock
+        self._t0 = timing.t0  # set by start() or open() when the timing has none
+        self._warmup_s = float(timing.warmup_s)
         self._stop_event = threading.Event()
         self._thread: threading.Thread | None = None
         self._prev: Any = None

@@ -55,7 +55,6 @@ swap_out_mb_per_s   MiB per second swapped out (``sout``)
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -65,7 +64,7 @@ import psutil
 from dbrig.sampling.base import _CsvLog, _Sampler
 from dbrig.sampling.procs import PROCS_COLUMNS, ProcSnapshot, proc_rows, snapshot_processes
 from dbrig.sampling.rates import MIB, _delta, _fields, _mib, _per_s
-from dbrig.sampling.schedule import STAMP_COLUMNS
+from dbrig.sampling.schedule import DEFAULT_TIMING, STAMP_COLUMNS, SampleTiming
 
 CPU_FIELDS = ("user", "nice", "system", "iowait", "irq", "softirq", "steal", "idle")
 CPU_PCT_COLUMNS = (*(f"{name}_pct" for name in CPU_FIELDS), "busy_pct")
@@ -210,14 +209,11 @@ class HostSampler(_Sampler):
         self,
         cell_dir: Path | str,
         *,
-        interval: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
-        t0: float | None = None,
-        warmup_s: float = 0.0,
+        timing: SampleTiming = DEFAULT_TIMING,
         processes: Callable[[], Mapping[str, Iterable[int]]] | None = None,
         devices: Iterable[str] | None = None,
     ) -> None:
-        super().__init__(cell_dir, interval=interval, clock=clock, t0=t0, warmup_s=warmup_s)
+        super().__init__(cell_dir, timing=timing)
         self._processes = processes
         self._devices = None if devices is None else frozenset(map(_device_name, devices))
         self._cpu_log = _CsvLog(self.cell_dir / "cpu.csv", CPU_COLUMNS)

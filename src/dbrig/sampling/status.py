@@ -14,14 +14,13 @@ pages). Other variables are ignored.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from dbrig.sampling.base import SamplerFailure, _CsvLog, _one_line, _Sampler
 from dbrig.sampling.rates import _delta, _number, _per_s
-from dbrig.sampling.schedule import STAMP_COLUMNS
+from dbrig.sampling.schedule import DEFAULT_TIMING, STAMP_COLUMNS, SampleTiming
 
 COUNTERS: tuple[str, ...] = (
     "Questions",
@@ -132,13 +131,10 @@ class StatusSampler(_Sampler):
         self,
         cell_dir: Path | str,
         *,
-        interval: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
-        t0: float | None = None,
-        warmup_s: float = 0.0,
+        timing: SampleTiming = DEFAULT_TIMING,
         fetch: Callable[[], Mapping[str, Any]],
     ) -> None:
-        super().__init__(cell_dir, interval=interval, clock=clock, t0=t0, warmup_s=warmup_s)
+        super().__init__(cell_dir, timing=timing)
         self._fetch = fetch
         self._variables: list[str] = []
         self._status_log = _CsvLog(self.cell_dir / "status.csv", STAMP_COLUMNS)

@@ -43,7 +43,7 @@ def copy_tree(src: Path, dst: Path) -> CopyTiming:
         stderr=None,
     )
     if done.returncode != 0:
-        raise ServerError(f"copying {src} to {dst} failed (cp exit {done.returncode})")
+        raise ServerError(f"copying {src} to {dst} failed (cp {done.exit_text})")
     return CopyTiming(time.monotonic() - started)
 
 

@@ -130,7 +130,7 @@ class Sandbox:
         done = proc.run(argv, timeout_s=_INIT_TIMEOUT_S, stdout=out, merge_stderr=True)
         if done.returncode != 0 or done.timed_out:
             raise ServerError(
-                f"server '{self.name}': initialising the datadir failed (exit {done.returncode}): "
+                f"server '{self.name}': initialising the datadir failed ({done.exit_text}): "
                 + _first_errors(out)
             )
         return time.monotonic() - started
@@ -205,7 +205,7 @@ class Sandbox:
             if done is not None:
                 self._child = None
                 raise ServerError(
-                    f"server '{self.name}' exited during start-up (exit {done.returncode}): "
+                    f"server '{self.name}' exited during start-up ({done.exit_text}): "
                     + self._log_excerpt(log_offset)
                 )
             try:
@@ -236,7 +236,7 @@ class Sandbox:
         done = self._child.poll()
         if done is None:
             return None
-        return f"server '{self.name}' died (exit {done.returncode}): " + self._log_excerpt(0)
+        return f"server '{self.name}' died ({done.exit_text}): " + self._log_excerpt(0)
 
     def stop(self, timeout_s: float = 120.0) -> float:
         """SIGTERM and wait (a clean InnoDB shutdown), SIGKILL after ``timeout_s``."""
