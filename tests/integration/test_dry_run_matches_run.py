@@ -20,7 +20,7 @@ _SOCKET = re.compile(r"--mysql-socket=(\S+)/mysqld\.sock")
 
 def _dry_run(text: str) -> tuple[int, list[str], dict[str, dict[str, list[str]]]]:
     """The seed, the trial order and each cell's commands by role, from the printed plan."""
-    seed = int(re.search(r"\(seed (\d+)\)", text).group(1))
+    seed = int(re.search(r"\(seed (\d+)", text).group(1))
     order = next(ln for ln in text.splitlines() if ln.startswith("order: ")).split()[1:]
     cells: dict[str, dict[str, list[str]]] = {}
     cell = ""
