@@ -16,7 +16,7 @@ import pytest
 
 from dbrig.analysis import compare
 from dbrig.analysis.compare import RunInput, compare_groups, compare_runs, normalize_value
-from dbrig.commands._common import load_run
+from dbrig.commands._common import load_run_input
 from dbrig.errors import ConfigError
 from dbrig.report import compare_text as output
 from tests.helpers.files import COMPARE_RUNS as RUNS
@@ -27,7 +27,7 @@ CPU = "interference.stress-ng.cpu"
 
 
 def run(name: str) -> RunInput:
-    return load_run(RUNS / name)
+    return load_run_input(RUNS / name)
 
 
 def rows_of(report: compare.CompareReport, metric: str) -> list[compare.Row]:

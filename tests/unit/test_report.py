@@ -12,7 +12,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from dbrig.metrics import HEADLINE
-from dbrig.report import charts, summary, write_report
+from dbrig.report import charts, result_table, write_report
 from dbrig.report.build import REPORT_HTML, RESULTS_BY_CELL
 from dbrig.report.data import load_run, read_samples
 from dbrig.report.metrics import headline_metrics
@@ -85,10 +85,10 @@ def test_the_result_table_shows_mean_and_interval_per_cell(complete_report: Path
         re.sub(r"<[^>]+>", " ", c).split() for c in re.findall(r"<td[^>]*>(.*?)</td>", rows[0])
     ]
     assert cells[:4] == [["c000"], ["1"], ["0"], ["3/3"]]
-    # TPS as the terminal table (dbrig.report.summary) has it: mean ±half (CV)
+    # TPS as the terminal table (dbrig.report.result_table) has it: mean ±half (CV)
     data = load_run(COMPLETE)
-    terminal = summary.cell_table(data.results, data.factors, data.labels)
-    expected = summary.format_cell(terminal.loc[0, "tps"], "{:.1f}")
+    terminal = result_table.cell_table(data.results, data.factors, data.labels)
+    expected = result_table.format_cell(terminal.loc[0, "tps"], "{:.1f}")
     assert expected == "459.5 ±244.8 (21.4%)"
     assert cells[4] == ["459.5", "±", "244.8"]
     assert cells[-1] == ["21.4", "%"]

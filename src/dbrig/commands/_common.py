@@ -37,7 +37,7 @@ def print_warnings(warnings: Sequence[RunWarning]) -> None:
         print_line(console, f"warning: {warning.message}")
 
 
-def load_run(path: Path, label: str | None = None) -> RunInput:
+def load_run_input(path: Path, label: str | None = None) -> RunInput:
     """A complete saved run; ConfigError (exit 2) for anything else.
 
     Refused: a missing directory or run.json, a newer format_version, a run

@@ -14,7 +14,7 @@ from dbrig.commands._common import (
     ALPHA,
     PERCENT,
     err_console,
-    load_run,
+    load_run_input,
     out_console,
     print_line,
     write_output,
@@ -133,7 +133,7 @@ def build_report(
     if by is not None:
         if len(runs) != 1:
             raise ConfigError(f"compare --by {by}: give exactly one RUN (got {len(runs)})")
-        return compare.compare_groups(load_run(runs[0]), by, baseline, **options)
+        return compare.compare_groups(load_run_input(runs[0]), by, baseline, **options)
     if baseline is not None:
         raise ConfigError("--baseline: only with --by FACTOR")
     if len(runs) != 2:
@@ -142,8 +142,8 @@ def build_report(
         )
     base_path, cand_path = runs
     same_name = base_path.name == cand_path.name
-    base = load_run(base_path, str(base_path) if same_name else None)
-    cand = load_run(cand_path, str(cand_path) if same_name else None)
+    base = load_run_input(base_path, str(base_path) if same_name else None)
+    cand = load_run_input(cand_path, str(cand_path) if same_name else None)
     return compare.compare_runs(base, cand, **options)
 
 

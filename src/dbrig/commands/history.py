@@ -12,7 +12,14 @@ from rich.text import Text
 from dbrig import store
 from dbrig.analysis import history
 from dbrig.analysis.compare import RunInput
-from dbrig.commands._common import ALPHA, PERCENT, err_console, load_run, out_console, print_line
+from dbrig.commands._common import (
+    ALPHA,
+    PERCENT,
+    err_console,
+    load_run_input,
+    out_console,
+    print_line,
+)
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, DbrigError
 from dbrig.report.compare_text import format_number
 
@@ -120,7 +127,7 @@ def load_scenario_runs(runs_dir: Path, scenario: str | None) -> tuple[str, list[
     runs = []
     for path in by_name[scenario]:
         try:
-            runs.append(load_run(path))
+            runs.append(load_run_input(path))
         except DbrigError as exc:
             print_line(err_console(), f"dbrig: skipped: {exc}")
     if not runs:

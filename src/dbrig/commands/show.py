@@ -10,21 +10,21 @@ from rich.table import Table
 from dbrig import store
 from dbrig.commands._common import out_console
 from dbrig.errors import ConfigError
-from dbrig.report import summary
+from dbrig.report import result_table
 
 
 def print_results(run_dir: store.RunDir, fmt: str = "table") -> None:
     """The per-cell table: each headline metric's mean ±95 % CI (CV) over repetitions."""
     saved = run_dir.saved()
     results = run_dir.results()
-    table = summary.cell_table(results, list(saved.factors), dict(saved.factor_labels))
+    table = result_table.cell_table(results, list(saved.factors), dict(saved.factor_labels))
     pct = (saved.scenario.get("workload") or {}).get("sysbench") or {}
-    headings, rows = summary.render(table, pct.get("percentile"))
+    headings, rows = result_table.render(table, pct.get("percentile"))
     if not rows:
         out_console().print("no trials saved yet")
         return
     if fmt == "markdown":
-        click.echo(summary.markdown(headings, rows))
+        click.echo(result_table.markdown(headings, rows))
         return
     title = f"{_name(run_dir, saved)}: mean ±95% CI (CV) over repetitions"
     _print_table(title, headings, rows)
@@ -33,9 +33,9 @@ def print_results(run_dir: store.RunDir, fmt: str = "table") -> None:
 def print_pivot(run_dir: store.RunDir, rows: str, columns: str, metric: str, fmt: str) -> None:
     saved = run_dir.saved()
     labels = dict(saved.factor_labels)
-    headings, body = summary.pivot(run_dir.results(), rows, columns, metric, labels)
+    headings, body = result_table.pivot(run_dir.results(), rows, columns, metric, labels)
     if fmt == "markdown":
-        click.echo(summary.markdown(headings, body))
+        click.echo(result_table.markdown(headings, body))
         return
     _print_table(f"{_name(run_dir, saved)}: {metric}, mean ±95% CI (CV)", headings, body)
 

@@ -9,7 +9,7 @@ import pytest
 
 from dbrig.analysis.stats import summarize
 from dbrig.errors import ConfigError
-from dbrig.report.summary import cell_table, format_cell, markdown, pivot, render
+from dbrig.report.result_table import cell_table, format_cell, markdown, pivot, render
 from dbrig.run.progress import Progress
 from dbrig.run.trial import derived_costs
 from dbrig.scenario import plan_from_dict

@@ -1,4 +1,4 @@
-"""The per-cell result table printed after a run and by ``dbrig show``.
+"""The per-cell result table printed after a run and by ``dbrig show``, and its pivot.
 
 One row per cell: its factors, then each headline metric as the mean over
 repetitions with its 95 % confidence interval and coefficient of variation.
