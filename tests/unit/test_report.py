@@ -15,7 +15,7 @@ from dbrig.metrics import HEADLINE
 from dbrig.report import charts, result_table, write_report
 from dbrig.report.build import REPORT_HTML, RESULTS_BY_CELL
 from dbrig.report.data import load_run, read_samples
-from dbrig.report.metrics import headline_metrics
+from dbrig.report.tables import headline_metrics
 from tests.helpers.files import COMPLETE, FAILED, RUNS, copy_run
 from tests.helpers.html import PNG_MAGIC, decoded_png
 from tests.helpers.html import parse_page as parse

@@ -32,12 +32,12 @@ import dbrig
 from dbrig.metrics import HEADLINE, Metric, throughput_metrics
 from dbrig.report import charts, html
 from dbrig.report.data import RunData, load_run, plain_value, read_samples, read_trial
-from dbrig.report.metrics import headline_metrics
 from dbrig.report.tables import (
     CellStats,
     aggregate,
     by_cell_frame,
     cell_overview,
+    headline_metrics,
     metric_columns,
 )
 from dbrig.report.warnings import RunWarning, compute_warnings, throughput_metric

@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import stdtrit  # Student's t quantile; lighter to import than scipy.stats
 
+from dbrig.metrics import DEFAULT_PERCENTILE, Metric, headline
+
 IDENTITY_COLUMNS = ("trial", "cell", "repetition", "server", "status", "reason")
 CSV_STATS = (("mean", "mean"), ("ci_low", "ci95_low"), ("ci_high", "ci95_high"), ("cv", "cv"))
 
@@ -129,3 +131,18 @@ def by_cell_frame(overview: pd.DataFrame, stats: CellStats) -> pd.DataFrame:
     }
     metrics = pd.DataFrame(columns, index=overview.index)
     return pd.concat([overview, metrics], axis=1)
+
+
+def headline_metrics(results: pd.DataFrame) -> list[Metric]:
+    """The headline metrics this run measured, with the latency percentile it used."""
+    measured = {c for c in results.columns if results[c].notna().any()}
+    return list(headline(measured, _percentile(results)))
+
+
+def _percentile(results: pd.DataFrame) -> str:
+    if "percentile" in results:
+        values = results["percentile"].dropna()
+        if not values.empty:
+            value = float(values.iloc[0])
+            return f"{value:g}"
+    return str(DEFAULT_PERCENTILE)
