@@ -14,6 +14,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from dbrig import proc
@@ -38,6 +39,40 @@ def client_endpoint(server: ServerHandle, workload: WorkloadTool) -> Endpoint:
         options = workload.client_options(server.credentials())
         return server.endpoint(workload.database, options, f"{workload.info.name}.cnf")
     return server.endpoint(workload.database)
+
+
+@dataclass(frozen=True)
+class PrepareStep:
+    """One command that loads a data set: ``cleanup`` or ``prepare``."""
+
+    name: str
+    argv: list[str]
+
+    @property
+    def output(self) -> str:
+        return f"{self.name}.out"
+
+
+def prepare_steps(
+    workload: WorkloadTool, spec: ManagedServer | ExternalServer, endpoint: Endpoint, binary: Path
+) -> list[PrepareStep]:
+    """What loads the workload's data on this server, in order (the dry run prints these).
+
+    A managed server starts from a fresh datadir, so only prepare runs; an external one
+    is cleaned up first (its database may hold another data set); ``prepare: false``
+    loads nothing.
+    """
+    if isinstance(spec, ExternalServer) and not spec.prepare:
+        return []
+    steps = [("prepare", workload.prepare_argv(endpoint, binary))]
+    if isinstance(spec, ExternalServer):
+        steps.insert(0, ("cleanup", workload.cleanup_argv(endpoint, binary)))
+    return [PrepareStep(name, argv) for name, argv in steps if argv]
+
+
+def prepared_before_every_trial(spec: ManagedServer | ExternalServer) -> bool:
+    """True for an external server with ``reset: reprepare``; else once per data set."""
+    return isinstance(spec, ExternalServer) and spec.prepare and spec.reset == "reprepare"
 
 
 def ready_for_trial(
@@ -76,11 +111,12 @@ def _prepare_managed(
     server: ManagedServerHandle, workload: WorkloadTool, binary: Path, key: tuple, digest: str
 ) -> None:
     server.load_base(workload.database)
-    argv = workload.prepare_argv(server.endpoint(workload.database), binary)
-    if argv:
+    steps = prepare_steps(workload, server.spec, server.endpoint(workload.database), binary)
+    if steps:
         server.start_for_prepare(workload.database)
         try:
-            run_prepare(server.name, argv, server.home / "prepare.out")
+            for step in steps:
+                run_prepare(server.name, step.argv, server.home / step.output)
         finally:
             server.stop()
     server.save_data_set(digest, key)
@@ -96,17 +132,12 @@ def _ready_external(
     server.describe_once()
     _, digest = data_set_id(workload)
     loaded = server.loaded(workload.database) == digest
-    if not spec.prepare or (spec.reset == "none" and loaded):
+    if not spec.prepare or (loaded and not prepared_before_every_trial(spec)):
         return {}
     started = clock()
     server.ensure_database(workload.database)
-    endpoint = client_endpoint(server, workload)
-    for argv, output in (
-        (workload.cleanup_argv(endpoint, binary), "cleanup.out"),
-        (workload.prepare_argv(endpoint, binary), "prepare.out"),
-    ):
-        if argv:
-            run_prepare(server.name, argv, server.home / output)
+    for step in prepare_steps(workload, spec, client_endpoint(server, workload), binary):
+        run_prepare(server.name, step.argv, server.home / step.output)
     server.mark_loaded(workload.database, digest)
     return {"reset_s": clock() - started}
 

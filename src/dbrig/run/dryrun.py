@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 from dbrig import proc
+from dbrig.endpoint import Endpoint
 from dbrig.run.commands import trial_commands
+from dbrig.run.datasets import data_set_id, prepare_steps, prepared_before_every_trial
 from dbrig.run.preflight import cell_endpoint, find_binaries
-from dbrig.scenario import ExternalServer, ManagedServer, Plan
+from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
+from dbrig.tools.base import WorkloadTool
+from dbrig.tools.registry import workload_for
 
 
 def describe(plan: Plan) -> Iterator[str]:
@@ -25,13 +30,12 @@ def describe(plan: Plan) -> Iterator[str]:
 def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
     """Each cell's factors and the exact commands it would run (built as the run builds them)."""
     workload_binary, interference_binaries = find_binaries(plan, strict=False)
+    loaded_by = _first_cell_per_data_set(plan)
     for cell in plan.cells:
         endpoint = cell_endpoint(plan, cell)
         commands = trial_commands(cell.scenario, endpoint, workload_binary, interference_binaries)
         yield f"{cell.id} [{cell.server}] {cell.label(short_names)}"
-        prepare = commands.workload.prepare_argv(endpoint, workload_binary)
-        if prepare:
-            yield "  prepare (once per data set): " + " ".join(proc.redact(prepare))
+        yield from _prepare_lines(cell, commands.workload, endpoint, workload_binary, loaded_by)
         yield "  run: " + " ".join(proc.redact(commands.argv))
         for interference in commands.interference:
             yield f"  {interference.role}: " + " ".join(proc.redact(interference.argv))
@@ -41,6 +45,41 @@ def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
             yield "  system: " + ", ".join(
                 f"{k}={v}" for k, v in settings.model_dump(exclude_defaults=True).items()
             )
+
+
+def _first_cell_per_data_set(plan: Plan) -> dict[tuple[str, str], str]:
+    """Which cell loads each (server, data set): the first in trial order that uses it."""
+    first: dict[tuple[str, str], str] = {}
+    for trial in plan.trials:
+        _, digest = data_set_id(workload_for(trial.cell.scenario.workload))
+        first.setdefault((trial.cell.server, digest), trial.cell.id)
+    return first
+
+
+def _prepare_lines(
+    cell: Cell,
+    workload: WorkloadTool,
+    endpoint: Endpoint,
+    binary: Path,
+    loaded_by: dict[tuple[str, str], str],
+) -> Iterator[str]:
+    spec = cell.scenario.server_specs[cell.server]
+    steps = prepare_steps(workload, spec, endpoint, binary)
+    if isinstance(spec, ExternalServer) and not spec.prepare:
+        yield f"  prepare: none (servers.{cell.server}.prepare: false: the data is there)"
+        return
+    if prepared_before_every_trial(spec):
+        for step in steps:
+            yield f"  {step.name} (before every trial): " + " ".join(proc.redact(step.argv))
+        return
+    _, digest = data_set_id(workload)
+    first = loaded_by[(cell.server, digest)]
+    if first != cell.id:
+        if steps:
+            yield f"  data set {digest}: loaded once, by {first}'s first trial"
+        return
+    for step in steps:
+        yield f"  {step.name} (once, data set {digest}): " + " ".join(proc.redact(step.argv))
 
 
 def _server_lines(config: ManagedServer | ExternalServer) -> Iterator[str]:

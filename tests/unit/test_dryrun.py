@@ -1,0 +1,67 @@
+"""``--dry-run`` shows what loads each data set and when, as the run will do it (no server)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbrig.run.commands import interference_limit_s, workload_timeout_s
+from dbrig.run.dryrun import describe
+from dbrig.scenario import plan_from_dict
+
+SYSBENCH = {"test": "oltp_read_write", "tables": 1, "table_size": 100, "time": 10}
+
+
+def _lines(raw: dict[str, Any]) -> list[str]:
+    return list(describe(plan_from_dict({"name": "d", **raw}, seed=3)))
+
+
+def _external(**spec: Any) -> dict[str, Any]:
+    return {"kind": "external", "host": "127.0.0.1", "port": 3306, "user": "bench", **spec}
+
+
+def test_a_managed_data_set_is_prepared_once_by_the_first_cell_in_trial_order() -> None:
+    lines = _lines(
+        {"workload": {"sysbench": SYSBENCH}, "matrix": {"workload.sysbench.threads": [1, 2]}}
+    )
+    order = next(ln for ln in lines if ln.startswith("order: ")).split()[1:]
+    first = order[0].split("-")[0]
+    prepares = [ln for ln in lines if ln.startswith("  prepare (once, data set ")]
+    assert len(prepares) == 1
+    shared = [ln for ln in lines if "loaded once, by" in ln]
+    assert len(shared) == 1 and f"by {first}'s first trial" in shared[0]
+    assert not any("cleanup" in ln for ln in lines)  # a fresh datadir needs none
+
+
+def test_reprepare_shows_cleanup_and_prepare_before_every_trial() -> None:
+    lines = _lines(
+        {"servers": {"db": _external(reset="reprepare")}, "workload": {"sysbench": SYSBENCH}}
+    )
+    assert [ln.split(":")[0] for ln in lines if "(before every trial)" in ln] == [
+        "  cleanup (before every trial)",
+        "  prepare (before every trial)",
+    ]
+
+
+def test_prepare_false_shows_that_nothing_is_loaded() -> None:
+    lines = _lines(
+        {
+            "servers": {"db": _external(reset="none", prepare=False)},
+            "workload": {"sysbench": SYSBENCH},
+        }
+    )
+    assert "  prepare: none (servers.db.prepare: false: the data is there)" in lines
+    assert not any(" prepare --" in ln or "cleanup" in ln for ln in lines)
+
+
+def test_the_interference_limit_shown_is_the_one_the_run_uses() -> None:
+    lines = _lines(
+        {
+            "workload": {"sysbench": SYSBENCH},
+            "interference": {"stress-ng": {"cpu": 1}},
+            "warmup": 2,
+        }
+    )
+    shown = next(ln for ln in lines if ln.startswith("  interference: ")).split()
+    expected_s = SYSBENCH["time"] + 2
+    assert shown[shown.index("-t") + 1] == f"{interference_limit_s(expected_s, 3600)}s"
+    assert interference_limit_s(expected_s, 3600) > workload_timeout_s(expected_s, 3600)
