@@ -448,3 +448,14 @@ def test_a_real_run_saved_trial_by_trial_ends_with_the_same_results_csv(tmp_path
         log.add(results[trial_id])
     log.finish()
     assert csv_text(run) == (source.path / "results.csv").read_text()
+
+
+def test_a_run_stopped_before_its_first_trial_has_empty_results(run: RunDir) -> None:
+    ResultsLog.open(run).finish()
+    assert not (run.path / "results.csv").exists()
+    assert run.results().empty
+
+
+def test_an_empty_results_csv_reads_as_no_results(run: RunDir) -> None:
+    (run.path / "results.csv").write_text("\n")  # what 0.1.0 wrote for such a run
+    assert run.results().empty

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from dbrig.store.model import TrialResult
+from dbrig.util.files import write_text_atomic
 
 if TYPE_CHECKING:
     from dbrig.store.rundir import RunDir
@@ -115,6 +115,8 @@ class ResultsLog:
         for trial_id in on_disk:
             if trial_id not in self._results:
                 self._keep(self.run.trial(trial_id))
+        if not on_disk:
+            return  # a run stopped before its first trial has no results to write
         frame = results_frame(self._results[t] for t in sorted(on_disk))
         self.run.write_results(frame)
         self._columns = [str(c) for c in frame.columns]
@@ -140,11 +142,9 @@ class ResultsLog:
             handle.write(self._lines([row]))  # one write of whole lines
 
     def _rewrite_csv(self) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
         header = io.StringIO()
         csv.writer(header, lineterminator="\n").writerow(self._columns)
-        tmp.write_text(header.getvalue() + self._lines(self._rows.values()))
-        os.replace(tmp, self.path)
+        write_text_atomic(self.path, header.getvalue() + self._lines(self._rows.values()))
 
 
 def _cell_text(value: Any) -> Any:

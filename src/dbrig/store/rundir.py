@@ -190,18 +190,20 @@ class RunDir:
     # -- tidy results -----------------------------------------------------------------
 
     def write_results(self, frame: pd.DataFrame) -> None:
-        csv_tmp = self.path / ".results.csv.tmp"
-        frame.to_csv(csv_tmp, index=False)
-        os.replace(csv_tmp, self.path / "results.csv")
-        parquet_tmp = self.path / ".results.parquet.tmp"
-        parquet_safe(frame).to_parquet(parquet_tmp, index=False)
-        os.replace(parquet_tmp, self.path / "results.parquet")
+        with files.replacing(self.path / "results.csv") as tmp:
+            frame.to_csv(tmp, index=False)
+        with files.replacing(self.path / "results.parquet") as tmp:
+            parquet_safe(frame).to_parquet(tmp, index=False)
 
     def results(self) -> pd.DataFrame:
+        """One row per saved trial (empty before the first trial is saved)."""
         path = self.path / "results.csv"
         if not path.exists():
             return results_frame(self.trials().values())
-        return pd.read_csv(path)
+        try:
+            return pd.read_csv(path)
+        except pd.errors.EmptyDataError:  # written empty by an older dbrig
+            return results_frame(self.trials().values())
 
 
 def read_trial(folder: Path) -> TrialResult:
