@@ -407,3 +407,14 @@ def test_formatting_helpers():
     assert output.format_delta(-20.04) == "-20.0 %"
     assert output.format_p(0.0001) == "<0.001"
     assert output.format_mde(math.inf) == "any"
+
+
+def test_every_interference_tools_version_is_compared_not_only_stress_ngs() -> None:
+    def meta(version: str) -> dict:
+        tools = {"workload": "sysbench 1.0.20", "stress-ng": "stress-ng, version 0.15.06"}
+        tools["io-hog"] = f"io-hog {version}"
+        tools["server:db"] = f"mariadbd {version}"  # servers are compared by their variables
+        return {"environment": {"tools": tools}}
+
+    differences = compare.environment_differences(meta("1.2"), meta("1.3"), [])
+    assert [(d.what, d.base, d.candidate) for d in differences] == [("io-hog", "1.2", "1.3")]

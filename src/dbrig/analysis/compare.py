@@ -155,8 +155,8 @@ _HOST_FIELDS = (
     ("kernel", ("environment", "host", "kernel")),
     ("I/O scheduler", ("environment", "storage", "io_scheduler")),
     ("workload tool", ("environment", "tools", "workload")),
-    ("stress-ng", ("environment", "tools", "stress-ng")),
 )
+_SERVER_TOOL_PREFIX = "server:"  # environment.tools keys of server binaries (compared apart)
 
 
 def environment_differences(
@@ -169,8 +169,8 @@ def environment_differences(
 ) -> list[EnvDifference]:
     """How two runs' environments differ: host, tools, and each compared server pair.
 
-    Host: CPU model and count, kernel, I/O scheduler, workload and stress-ng
-    versions. Servers (``base`` server name, ``candidate`` server name): flavor,
+    Host: CPU model and count, kernel, I/O scheduler, the workload tool's and
+    every interference tool's version. Servers (``base`` server name, ``candidate`` server name): flavor,
     version and every SHOW GLOBAL VARIABLES value, except those naming the
     instance (port, socket, uid, paths inside the run directory) and those in
     ``ignore_variables`` (varied by the matrix, so matched cell by cell).
@@ -178,9 +178,10 @@ def environment_differences(
     ``--by server`` factor); otherwise a variable is explained when the two
     scenarios set it differently in the server's ``config``.
     """
+    fields = [*_HOST_FIELDS, *_interference_tool_fields(base, candidate)]
     host = [
         EnvDifference(what, a, b)
-        for what, path in _HOST_FIELDS
+        for what, path in fields
         if (a := _env_text(base, path)) != (b := _env_text(candidate, path))
     ]
     ignored = {v.lower() for v in ignore_variables}
@@ -190,6 +191,21 @@ def environment_differences(
     return host + servers
 
 
+def _interference_tool_fields(
+    *metas: Mapping[str, Any],
+) -> list[tuple[str, tuple[str, str, str]]]:
+    """Every interference tool either run recorded (stress-ng, ...), by its key."""
+    keys: dict[str, None] = {}
+    for meta in metas:
+        tools = (meta.get("environment") or {}).get("tools") or {}
+        keys.update(dict.fromkeys(k for k in tools if k != "workload"))
+    return [
+        (key, ("environment", "tools", key))
+        for key in keys
+        if not key.startswith(_SERVER_TOOL_PREFIX)
+    ]
+
+
 def _env_text(meta: Mapping[str, Any], path: Sequence[str]) -> str | None:
     node: Any = meta
     for key in path:
@@ -197,7 +213,7 @@ def _env_text(meta: Mapping[str, Any], path: Sequence[str]) -> str | None:
     if node is None:
         return None
     text = str(node)
-    if path[-1] in ("workload", "stress-ng"):
+    if path[1] == "tools":  # a version line: compare the version number only
         match = re.search(r"\d+(?:\.\d+)+", text)
         return match.group(0) if match else text
     return text
