@@ -11,6 +11,7 @@ from dbrig import store
 from dbrig.commands._common import out_console
 from dbrig.errors import ConfigError
 from dbrig.report import result_table
+from dbrig.report.tables import run_percentile
 
 
 def print_results(run_dir: store.RunDir, fmt: str = "table") -> None:
@@ -18,8 +19,7 @@ def print_results(run_dir: store.RunDir, fmt: str = "table") -> None:
     saved = run_dir.saved()
     results = run_dir.results()
     table = result_table.cell_table(results, list(saved.factors), dict(saved.factor_labels))
-    pct = (saved.scenario.get("workload") or {}).get("sysbench") or {}
-    headings, rows = result_table.render(table, pct.get("percentile"))
+    headings, rows = result_table.render(table, run_percentile(results))
     if not rows:
         out_console().print("no trials saved yet")
         return

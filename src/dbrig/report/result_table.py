@@ -61,7 +61,7 @@ def format_cell(value: object, fmt: str) -> str:
     return text
 
 
-def render(table: pd.DataFrame, percentile: int | None = None) -> tuple[list[str], list[list[str]]]:
+def render(table: pd.DataFrame, percentile: object = None) -> tuple[list[str], list[list[str]]]:
     """Headings and rows of strings, ready for a terminal table."""
     if table.empty:
         return [], []

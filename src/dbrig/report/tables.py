@@ -136,10 +136,11 @@ def by_cell_frame(overview: pd.DataFrame, stats: CellStats) -> pd.DataFrame:
 def headline_metrics(results: pd.DataFrame) -> list[Metric]:
     """The headline metrics this run measured, with the latency percentile it used."""
     measured = {c for c in results.columns if results[c].notna().any()}
-    return list(headline(measured, _percentile(results)))
+    return list(headline(measured, run_percentile(results)))
 
 
-def _percentile(results: pd.DataFrame) -> str:
+def run_percentile(results: pd.DataFrame) -> str:
+    """The latency percentile a run's tool reported (its ``percentile`` column), else 95."""
     if "percentile" in results:
         values = results["percentile"].dropna()
         if not values.empty:
