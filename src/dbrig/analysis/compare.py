@@ -171,8 +171,9 @@ def environment_differences(
 
     Host: CPU model and count, kernel, I/O scheduler, the workload tool's and
     every interference tool's version. Servers (``base`` server name,
-    ``candidate`` server name): flavor, version and every SHOW GLOBAL VARIABLES value, except those naming the
-    instance (port, socket, uid, paths inside the run directory) and those in
+    ``candidate`` server name): flavor, version and every SHOW GLOBAL VARIABLES
+    value, except those naming the instance (port, socket, uid, paths inside the
+    run directory) and those in
     ``ignore_variables`` (varied by the matrix, so matched cell by cell).
     Server differences are explained by ``explained_by`` when given (the
     ``--by server`` factor); otherwise a variable is explained when the two
