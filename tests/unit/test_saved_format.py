@@ -177,3 +177,14 @@ def test_a_newer_format_is_refused_with_exit_2_and_one_line(
     assert str(v1_run / "run.json") in lines[0]
     assert "newer than this dbrig understands" in lines[0] and "upgrade dbrig" in lines[0]
     assert not (v1_run / "report.html").exists()
+
+
+def test_a_bad_cell_in_run_json_is_named_by_its_index() -> None:
+    from dbrig.errors import ConfigError
+    from dbrig.store.model import SavedRun
+
+    with pytest.raises(ConfigError, match=r"run.json: cells\[1\]: factors: expected dict"):
+        SavedRun.from_json(
+            {"format_version": 2, "cells": [{"cell": "c000"}, {"cell": "c001", "factors": [1]}]},
+            "run.json",
+        )

@@ -63,10 +63,6 @@ class RunData:
             return {}
         return (self.scenario.get("workload") or {}).get(tool) or {}
 
-    @property
-    def stress_params(self) -> dict[str, Any] | None:
-        return (self.scenario.get("interference") or {}).get("stress-ng")
-
     def setting(self, cell: dict[str, Any], path: str) -> Any:
         """A scenario value for a cell: its factor if the matrix varies it, else the scenario's."""
         if path in cell:

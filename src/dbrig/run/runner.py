@@ -1,8 +1,10 @@
 """The run loop: for every trial, restore -> start -> interfere -> sample -> run -> stop -> save.
 
-The runner owns every lifecycle: servers, snapshots, interference, samplers
-and the workload process. Drivers only build commands and parse output;
-reports only read what the runner saved.
+The run side owns every lifecycle: this module the order of the trials, the
+servers' handles, saving and the clean-up on every way out; ``trial.py`` one
+trial (samplers, the workload process), ``datasets.py`` preparing and restoring
+data, ``interference.py`` stress-ng and its kind. Tools only build commands and
+parse output; reports only read what the run saved.
 
 A trial that fails (the tool exits non-zero or prints FATAL, the server or
 stress-ng dies, a sampler breaks, the run overruns its time limit) is saved as

@@ -1,11 +1,11 @@
 """What the runner holds for each named server: one face for managed and external ones.
 
-A handle readies its server for a trial, says where clients connect, reports a
-server that died, reads back the settings in force, and cleans up:
+A handle says where clients connect, reports a server that died, reads back the
+settings in force, and cleans up:
 
 - :class:`ManagedServerHandle`: a sandbox plus snapshots of its prepared data,
-  one per data set, each named by the data set's digest. Before every trial:
-  restore, then start with the cell's server block. After it: stop.
+  one per data set, each named by the data set's digest: it restores a snapshot,
+  starts with a cell's server block, stops, and snapshots its datadir.
 - :class:`ExternalServerHandle`: a server dbrig only connects to. It remembers
   which data set is loaded in each database; it never restores anything.
 
@@ -91,8 +91,6 @@ def setting_warnings(requested: dict[str, Any], effective: dict[str, Any]) -> li
 class ManagedServerHandle:
     """A sandbox plus the snapshots of its prepared data, one per data set."""
 
-    kind = "managed"
-
     def __init__(self, name: str, spec: ManagedServer, binary: ServerBinary, home: Path) -> None:
         self.name = name
         self.spec = spec
@@ -109,10 +107,6 @@ class ManagedServerHandle:
         self.info: dict[str, Any] = {}
 
     @property
-    def datadir(self) -> Path:
-        return self.sandbox.datadir
-
-    @property
     def pid(self) -> int | None:
         return self.sandbox.pid
 
@@ -122,11 +116,8 @@ class ManagedServerHandle:
     def connect(self) -> Any:
         return self.sandbox.connect()
 
-    def endpoint(
-        self, database: str, options_text: str | None = None, filename: str = ""
-    ) -> Endpoint:
-        """Where clients connect: root over the sandbox's socket, which needs no password
-        (so no option file)."""
+    def endpoint(self, database: str) -> Endpoint:
+        """Where clients connect: root over the sandbox's socket, which needs no password."""
         return self.sandbox.endpoint(database)
 
     def has_data_set(self, digest: str) -> bool:
@@ -224,9 +215,7 @@ class ManagedServerHandle:
 class ExternalServerHandle:
     """A server dbrig does not manage: connect, (re)prepare its data, never restore it."""
 
-    kind = "external"
     pid = None
-    datadir = None
 
     def __init__(self, name: str, spec: ExternalServer, home: Path) -> None:
         self.name = name
@@ -236,18 +225,13 @@ class ExternalServerHandle:
         self.info: dict[str, Any] = {}
         self._loaded: dict[str, str] = {}  # database -> the data set in it now
 
-    def check_reachable(self) -> None:
-        self.connection.check_reachable()
-
     def died(self) -> str | None:
         return None
 
     def connect(self) -> Any:
         return self.connection.connect()
 
-    def endpoint(
-        self, database: str, options_text: str | None = None, filename: str = ""
-    ) -> Endpoint:
+    def endpoint(self, database: str, options_text: str | None, filename: str) -> Endpoint:
         """Where clients connect; ``options_text`` (the password, in the tool's own option
         file format) goes to a 0600 file named ``filename``."""
         return self.connection.endpoint(database, options_text, filename)

@@ -140,7 +140,7 @@ class CellPlan:
     @classmethod
     def from_json(cls, data: Any, source: str) -> CellPlan:
         if not isinstance(data, dict):
-            raise ConfigError(f"{source}: cells: expected objects, got {type(data).__name__}")
+            raise ConfigError(f"{source}: expected an object, got {type(data).__name__}")
         return cls(
             cell=str(_required(data, "cell", (str, int), source)),
             server=str(data.get("server") or ""),
@@ -194,7 +194,7 @@ class SavedRun:
             raw_scenario=_field(data, "raw_scenario", dict, where, None),
             factors=_strings(data, "factors", where),
             factor_labels=_mapping(data, "factor_labels", where),
-            cells=tuple(CellPlan.from_json(c, where) for c in cells),
+            cells=tuple(CellPlan.from_json(c, f"{where}: cells[{i}]") for i, c in enumerate(cells)),
             trials=_strings(data, "trials", where),
             environment=_mapping(data, "environment", where),
             servers=_mapping(data, "servers", where),

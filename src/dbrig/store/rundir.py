@@ -19,8 +19,9 @@ Layout of ``runs/<scenario>-<YYYYmmdd-HHMMSS>/``::
 
 A trial is written in ``trials/.c000-r1.partial/`` and renamed into place only
 when complete, so a half-written trial is never mistaken for a finished one.
-trial.json is the record; results.csv and results.parquet are rebuilt from the
-trials whenever a run starts, resumes or ends (see :mod:`dbrig.store.results`).
+trial.json is the record; results.csv gets each trial's row as it is saved, and
+both results files are rebuilt from the trials when a run resumes, ends or stops
+(see :mod:`dbrig.store.results`).
 run.json and trial.json are read and written through :mod:`dbrig.store.model`.
 """
 
