@@ -27,8 +27,8 @@ def test_a_managed_data_set_is_prepared_once_by_the_first_cell_in_trial_order() 
     first = order[0].split("-")[0]
     prepares = [ln for ln in lines if ln.startswith("  prepare (once, data set ")]
     assert len(prepares) == 1
-    shared = [ln for ln in lines if "loaded once, by" in ln]
-    assert len(shared) == 1 and f"by {first}'s first trial" in shared[0]
+    shared = [ln for ln in lines if "loaded once, first by" in ln]
+    assert len(shared) == 1 and f"first by {first}'s trial" in shared[0]
     assert not any("cleanup" in ln for ln in lines)  # a fresh datadir needs none
 
 
@@ -65,3 +65,34 @@ def test_the_interference_limit_shown_is_the_one_the_run_uses() -> None:
     expected_s = SYSBENCH["time"] + 2
     assert shown[shown.index("-t") + 1] == f"{interference_limit_s(expected_s, 3600)}s"
     assert interference_limit_s(expected_s, 3600) > workload_timeout_s(expected_s, 3600)
+
+
+def test_an_external_server_reloads_a_data_set_each_time_the_order_switches_back() -> None:
+    raw = {
+        "name": "d",
+        "servers": {"db": _external(reset="none")},
+        "workload": {"sysbench": SYSBENCH},
+        "matrix": {"workload.sysbench.table_size": [100, 200]},
+        "repeat": 3,
+    }
+    plan = plan_from_dict(raw, seed=3)
+    cells = [t.cell.id for t in plan.trials]
+    entered = [cell for i, cell in enumerate(cells) if i == 0 or cells[i - 1] != cell]
+    lines = list(describe(plan))
+    for cell in ("c000", "c001"):
+        shown = lines[lines.index(next(ln for ln in lines if ln.startswith(cell))) + 1]
+        times = entered.count(cell)
+        assert shown.startswith("  cleanup (" + ("once" if times == 1 else f"{times} times"))
+
+
+def test_a_sequential_order_loads_each_external_data_set_once() -> None:
+    lines = _lines(
+        {
+            "servers": {"db": _external(reset="none")},
+            "workload": {"sysbench": SYSBENCH},
+            "matrix": {"workload.sysbench.table_size": [100, 200]},
+            "repeat": 3,
+            "order": "sequential",
+        }
+    )
+    assert sum(ln.startswith("  prepare (once, data set") for ln in lines) == 2

@@ -136,6 +136,8 @@ def _ready_external(
         return {}
     started = clock()
     server.ensure_database(workload.database)
+    # Should a step fail, the old data set is gone too: the next trial must load again.
+    server.forget_loaded(workload.database)
     for step in prepare_steps(workload, spec, client_endpoint(server, workload), binary):
         run_prepare(server.name, step.argv, server.home / step.output)
     server.mark_loaded(workload.database, digest)

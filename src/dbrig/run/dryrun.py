@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dbrig import proc
@@ -30,12 +31,12 @@ def describe(plan: Plan) -> Iterator[str]:
 def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
     """Each cell's factors and the exact commands it would run (built as the run builds them)."""
     workload_binary, interference_binaries = find_binaries(plan, strict=False)
-    loaded_by = _first_cell_per_data_set(plan)
+    loads = _data_set_loads(plan)
     for cell in plan.cells:
         endpoint = cell_endpoint(plan, cell)
         commands = trial_commands(cell.scenario, endpoint, workload_binary, interference_binaries)
         yield f"{cell.id} [{cell.server}] {cell.label(short_names)}"
-        yield from _prepare_lines(cell, commands.workload, endpoint, workload_binary, loaded_by)
+        yield from _prepare_lines(cell, commands.workload, endpoint, workload_binary, loads)
         yield "  run: " + " ".join(proc.redact(commands.argv))
         for interference in commands.interference:
             yield f"  {interference.role}: " + " ".join(proc.redact(interference.argv))
@@ -47,13 +48,34 @@ def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
             )
 
 
-def _first_cell_per_data_set(plan: Plan) -> dict[tuple[str, str], str]:
-    """Which cell loads each (server, data set): the first in trial order that uses it."""
-    first: dict[tuple[str, str], str] = {}
+@dataclass(frozen=True)
+class _Loads:
+    first_cell: str  # whose trial loads the data set first
+    times: int  # how often it is loaded in this order
+
+
+def _data_set_loads(plan: Plan) -> dict[tuple[str, str], _Loads]:
+    """How often each (server, data set) is loaded, walking the trials in order.
+
+    A managed server snapshots a data set once and restores it; an external one
+    (``reset: none``) holds one data set per database, so it loads again each time
+    the trials switch back to one.
+    """
+    loads: dict[tuple[str, str], _Loads] = {}
+    holding: dict[tuple[str, str], str] = {}  # (server, database) -> digest loaded there
     for trial in plan.trials:
-        _, digest = data_set_id(workload_for(trial.cell.scenario.workload))
-        first.setdefault((trial.cell.server, digest), trial.cell.id)
-    return first
+        workload = workload_for(trial.cell.scenario.workload)
+        _, digest = data_set_id(workload)
+        key, place = (trial.cell.server, digest), (trial.cell.server, workload.database)
+        external = isinstance(trial.cell.scenario.server_specs[trial.cell.server], ExternalServer)
+        if key in loads and (not external or holding.get(place) == digest):
+            continue
+        holding[place] = digest
+        before = loads.get(key)
+        loads[key] = (
+            _Loads(trial.cell.id, 1) if before is None else replace(before, times=before.times + 1)
+        )
+    return loads
 
 
 def _prepare_lines(
@@ -61,7 +83,7 @@ def _prepare_lines(
     workload: WorkloadTool,
     endpoint: Endpoint,
     binary: Path,
-    loaded_by: dict[tuple[str, str], str],
+    loads: dict[tuple[str, str], _Loads],
 ) -> Iterator[str]:
     spec = cell.scenario.server_specs[cell.server]
     steps = prepare_steps(workload, spec, endpoint, binary)
@@ -73,13 +95,15 @@ def _prepare_lines(
             yield f"  {step.name} (before every trial): " + " ".join(proc.redact(step.argv))
         return
     _, digest = data_set_id(workload)
-    first = loaded_by[(cell.server, digest)]
-    if first != cell.id:
+    loaded = loads[(cell.server, digest)]
+    when = "once" if loaded.times == 1 else f"{loaded.times} times, as the trial order switches"
+    if loaded.first_cell != cell.id:
         if steps:
-            yield f"  data set {digest}: loaded once, by {first}'s first trial"
+            yield f"  data set {digest}: loaded {when}, first by {loaded.first_cell}'s trial"
         return
     for step in steps:
-        yield f"  {step.name} (once, data set {digest}): " + " ".join(proc.redact(step.argv))
+        argv = " ".join(proc.redact(step.argv))
+        yield f"  {step.name} ({when}, data set {digest}): {argv}"
 
 
 def _server_lines(config: ManagedServer | ExternalServer) -> Iterator[str]:

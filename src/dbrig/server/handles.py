@@ -256,6 +256,10 @@ class ExternalServerHandle:
     def mark_loaded(self, database: str, digest: str) -> None:
         self._loaded[database] = digest
 
+    def forget_loaded(self, database: str) -> None:
+        """Nothing known to be in ``database``: a cleanup is about to empty it."""
+        self._loaded.pop(database, None)
+
     def ensure_database(self, database: str) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         with contextlib.closing(self.connect()) as conn, conn.cursor() as cur:
