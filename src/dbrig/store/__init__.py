@@ -1,7 +1,8 @@
 """Run directories: versioned, self-describing, written so a crash loses at most one trial."""
 
 from dbrig.store.model import FORMAT_VERSION, CellPlan, SavedRun, TrialResult
-from dbrig.store.results import ResultsLog, parquet_safe, result_row, results_frame
+from dbrig.store.results import parquet_safe, result_row, results_frame
+from dbrig.store.results_log import ResultsLog
 from dbrig.store.rundir import (
     RUN_JSON,
     TRIAL_JSON,
