@@ -119,3 +119,47 @@ def test_the_rules_catch_a_forbidden_import() -> None:
     assert not {"report", "scenario"} & ALLOWED["analysis"]
     assert not {"run", "server"} & ALLOWED["store"]
     assert "tools" not in ALLOWED["server"]
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the dbrig modules it imports (type-only imports too: a knot is a knot)."""
+    modules = {_module_name(p): p for p in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                # "from dbrig.store import model" imports a module; "... import RunDir" does not
+                subs = [f"{node.module}.{a.name}" for a in node.names]
+                targets = [s for s in subs if s in modules] or [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            graph[name].update(t for t in targets if t in modules and t != name)
+    return graph
+
+
+def test_no_two_modules_import_each_other_even_indirectly() -> None:
+    graph = _import_graph()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        path.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (cycle := visit(module)):
+            pytest.fail("import cycle: " + " -> ".join(cycle))
