@@ -252,8 +252,10 @@ def _spawn_into(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
 ) -> Child:
-    """Log, start and register ``argv`` writing to open handles (the caller closes them)."""
-    _require_found(argv[0])
+    """Log, start and register ``argv`` writing to open handles (the caller closes them).
+
+    The caller has checked that ``argv[0]`` exists (:func:`_require_found`).
+    """
     prefix = _die_with_parent_argv()
     log.info("start: %s", " ".join(redact(argv)))
     full_env = None if env is None else {**os.environ, **env}
@@ -377,6 +379,7 @@ def capture(argv: Sequence[str], *, timeout_s: float = 30.0) -> tuple[int, str]:
     argv = [str(a) for a in argv]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
+            _require_found(argv[0])
             child = _spawn_into(argv, out, err)
         except ToolMissing:
             return 127, ""

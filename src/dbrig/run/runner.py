@@ -28,6 +28,7 @@ from dbrig.errors import DbrigError, Interrupted
 from dbrig.host import probe
 from dbrig.host import settings as host_settings
 from dbrig.metrics import progress_line
+from dbrig.run.commands import DEFAULT_EVENTS_TIMEOUT_S
 from dbrig.run.preflight import Toolbox, datadir_device
 from dbrig.run.progress import Progress
 from dbrig.run.trial import TrialContext, TrialExecutor, TrialRecord
@@ -56,7 +57,7 @@ class Runner:
         *,
         keep_data: bool = False,
         emit: Callable[[str], None] = print,
-        events_timeout_s: float = 3600.0,
+        events_timeout_s: float = DEFAULT_EVENTS_TIMEOUT_S,
     ) -> None:
         self.plan = plan
         self.run = run
@@ -150,8 +151,7 @@ class Runner:
         if not new:
             return
         saved = self.run.saved()
-        added = {n: info for n, info in new.items() if n not in saved.servers}
-        self.run.write_saved(saved.replace(servers={**saved.servers, **added}))
+        self.run.write_saved(saved.replace(servers={**saved.servers, **new}))
         self._servers_saved.update(new)
 
     def _finish(self, ended: str) -> None:

@@ -109,7 +109,6 @@ class TrialExecutor:
         self.record = TrialRecord(trial, started_at=context.now().isoformat())
         self._workload_pid: int | None = None
         self._interference: list[InterferenceRun] = []
-        self._planned: list[InterferenceCommand] = []
 
     def execute(self) -> TrialRecord:
         spec = self.scenario.server_specs[self.cell.server]
@@ -154,11 +153,12 @@ class TrialExecutor:
     def _run_workload(self) -> None:
         warmup = self.scenario.warmup
         commands = self._commands()
-        self._planned = commands.interference
+        pinned = next((p for c in commands.interference if (p := c.tool.pinned_cores())), None)
         self.record.commands["workload"] = commands.argv
         timeout = commands.timeout_s
         out = self.folder / "workload.out"
-        with self._interfering(commands) as running, self._samplers(warmup) as samplers:
+        samplers_on = self._samplers(warmup, pinned)
+        with self._interfering(commands) as running, samplers_on as samplers:
             child = proc.spawn(commands.argv, stdout=out, merge_stderr=True)
             self._workload_pid = child.pid
             finished, abort = self._watch(child, timeout, running, samplers)
@@ -218,7 +218,7 @@ class TrialExecutor:
         with contextlib.ExitStack() as stack:
             for command in commands.interference:
                 stack.enter_context(self._one_interference(command))
-            yield list(self._interference)
+            yield self._interference
 
     @contextlib.contextmanager
     def _one_interference(self, command: InterferenceCommand) -> Iterator[None]:
@@ -233,7 +233,7 @@ class TrialExecutor:
             self.record.metrics.update(running.stop())
 
     @contextlib.contextmanager
-    def _samplers(self, warmup: int) -> Iterator[list]:
+    def _samplers(self, warmup: int, pinned_cores: list[int] | None) -> Iterator[list]:
         cfg = self.scenario.sampling
         if not cfg.enabled:
             yield []
@@ -264,8 +264,7 @@ class TrialExecutor:
             status.stop()
             with contextlib.suppress(Exception):
                 conn.close()
-        pinned = next((p for c in self._planned if (p := c.tool.pinned_cores())), None)
-        self.record.metrics.update(sampling.summarize_cell(self.folder, pinned_cores=pinned))
+        self.record.metrics.update(sampling.summarize_cell(self.folder, pinned_cores=pinned_cores))
 
     def _process_roles(self) -> dict[str, list[int]]:
         """The processes the host sampler follows, by role (read from the sampler thread)."""

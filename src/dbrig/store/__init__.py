@@ -10,7 +10,6 @@ from dbrig.store.rundir import (
     find_runs,
     read_json,
     read_trial,
-    write_json_atomic,
 )
 
 __all__ = [
@@ -28,5 +27,4 @@ __all__ = [
     "read_trial",
     "result_row",
     "results_frame",
-    "write_json_atomic",
 ]

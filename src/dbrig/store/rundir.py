@@ -42,15 +42,11 @@ import pandas as pd
 from dbrig import ownership
 from dbrig.errors import ConfigError
 from dbrig.store.model import SavedRun, TrialResult
-from dbrig.store.results import parquet_safe, results_frame
+from dbrig.store.results import RESULTS_CSV, parquet_safe, results_frame
 from dbrig.util import files
 
 RUN_JSON = "run.json"
 TRIAL_JSON = "trial.json"
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    files.write_json_atomic(path, data)
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -133,7 +129,7 @@ class RunDir:
         return SavedRun.from_json(read_json(path), path)
 
     def write_saved(self, saved: SavedRun) -> None:
-        write_json_atomic(self.path / RUN_JSON, saved.to_json())
+        files.write_json_atomic(self.path / RUN_JSON, saved.to_json())
 
     def update_saved(self, **changes: Any) -> SavedRun:
         saved = self.saved().replace(**changes)
@@ -186,19 +182,19 @@ class RunDir:
 
     def write_trial(self, folder: Path, result: TrialResult) -> None:
         """trial.json into a folder given by :meth:`writing_trial`."""
-        write_json_atomic(folder / TRIAL_JSON, result.to_json())
+        files.write_json_atomic(folder / TRIAL_JSON, result.to_json())
 
     # -- tidy results -----------------------------------------------------------------
 
     def write_results(self, frame: pd.DataFrame) -> None:
-        with files.replacing(self.path / "results.csv") as tmp:
+        with files.replacing(self.path / RESULTS_CSV) as tmp:
             frame.to_csv(tmp, index=False)
         with files.replacing(self.path / "results.parquet") as tmp:
             parquet_safe(frame).to_parquet(tmp, index=False)
 
     def results(self) -> pd.DataFrame:
         """One row per saved trial (empty before the first trial is saved)."""
-        path = self.path / "results.csv"
+        path = self.path / RESULTS_CSV
         if not path.exists():
             return results_frame(self.trials().values())
         try:
