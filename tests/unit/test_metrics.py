@@ -271,3 +271,16 @@ def test_the_registry_is_a_leaf_module() -> None:
         for alias in node.names
     ]
     assert [name for name in imported if name and name.startswith("dbrig")] == []
+
+
+def test_generated_reference_tables_in_docs_are_current() -> None:
+    from pathlib import Path
+
+    from dbrig.report.reference import pages, render_page
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    for name, tables in pages().items():
+        text = (docs / name).read_text()
+        assert text == render_page(text, tables), (
+            f"docs/{name}: run scripts/update-reference-docs.py"
+        )
