@@ -207,7 +207,8 @@ def test_throughput_order() -> None:
 def test_format_value_falls_back_to_four_significant_digits() -> None:
     assert format_value("tps", 1234.56) == "1234.6"
     assert format_value("tps", 1234.56, grouped=True) == "1,234.6"
-    assert format_value("server_cpu_pct", 123.456) == "123.5"
+    assert format_value("disk_await_ms", 123.456) == "123.5"
+    assert format_value("server_cpu_pct", 123.456) == "123"  # one format per column
     assert format_value("no_such_metric", 0.000123456) == "0.0001235"
     assert format_value("no_such_metric", None) == ""
 

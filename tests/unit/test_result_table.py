@@ -292,3 +292,25 @@ def test_a_factor_varied_together_with_a_shown_one_pools_nothing() -> None:
     factors = [ENGINE, CONC, LOAD, "queries"]
     table = pivot(frame, ["engine", "concurrency"], "load", "avg_s", labels, factors=factors)
     assert table.pooled_over == {}
+
+
+def test_the_cell_table_carries_context_columns_where_they_apply() -> None:
+    from dbrig.store import RunDir
+
+    run = RunDir.open(COMPLETE)
+    saved = run.saved()
+    headings, rows = render(cell_table(run.results(), saved.factors, dict(saved.factor_labels)))
+    for heading in ("stress got %", "stress CPU s", "server CPU %", "client CPU %", "client usr s"):
+        assert heading in headings, heading
+    got = headings.index("stress got %")
+    by_cpu = {row[headings.index("cpu")]: row[got] for row in rows}
+    assert by_cpu["0"] == ""  # no stress-ng in that cell: nothing to show
+    assert by_cpu["1"].endswith("%") and "±" not in by_cpu["1"]
+
+
+def test_a_warning_points_at_a_column_the_table_shows() -> None:
+    from dbrig.report.warnings import see
+
+    assert "'stress got %' column" in see("stress_achieved_ratio")
+    assert "'err/s' column" in see("errors_per_s")
+    assert "column steal_pct of results.csv" in see("steal_pct")

@@ -37,6 +37,7 @@ from dbrig.report.tables import (
     aggregate,
     by_cell_frame,
     cell_overview,
+    detail_metrics,
     headline_metrics,
     metric_columns,
 )
@@ -125,7 +126,7 @@ def report_context(
         "environment_facts": _environment_facts(data),
         "servers": _servers(data),
         "settings": _settings(overview, configs),
-        "table": _result_table(data, overview, stats, headline),
+        "table": _result_table(data, overview, stats, [*headline, *detail_metrics(data.results)]),
         "repetitions": _repetition_rows(data, overview, headline),
         "failed_trials": _failed_trials(data, overview),
         "scenario_yaml": _read_text(data.path / "scenario.yaml"),

@@ -1,8 +1,10 @@
 """The per-cell result table printed after a run and by ``dbrig show``, and its pivot.
 
 One row per cell: its factors, then each headline metric as the mean over
-repetitions with its 95 % confidence interval and coefficient of variation.
-Only reads saved results.
+repetitions with its 95 % confidence interval and coefficient of variation,
+then the context columns the run has (stress-ng's achieved share and CPU, CPU
+by process role, the client's user and system CPU, mysqlslap's fastest and
+slowest iteration) as means only. Only reads saved results.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pandas as pd
 
 from dbrig.analysis.stats import summarize
 from dbrig.errors import ConfigError
-from dbrig.metrics import DEFAULT_PERCENTILE, HEADLINE, format_spec, headline
+from dbrig.metrics import DEFAULT_PERCENTILE, HEADLINE, detail, format_spec, headline
 
 
 def cell_table(
@@ -24,6 +26,7 @@ def cell_table(
     """Aggregate repetitions: one row per cell with mean, CI and CV per headline metric."""
     if results.empty:
         return pd.DataFrame()
+    context = detail({c for c in results.columns if results[c].notna().any()})
     rows = []
     for cell, group in results.groupby("cell", sort=True):
         ok = group[group["status"] == "ok"]
@@ -36,6 +39,9 @@ def cell_table(
             column = metric.name
             if column in ok and ok[column].notna().any():
                 row[column] = _mean_ci_cv(ok[column].dropna().tolist())
+        for metric in context:
+            values = pd.to_numeric(ok[metric.name], errors="coerce").dropna()
+            row[metric.name] = float(values.mean()) if len(values) else math.nan
         failed = group[group["status"] != "ok"]
         row["failed"] = "; ".join(str(r) for r in failed["reason"].dropna().unique())
         rows.append(row)
@@ -49,6 +55,8 @@ def _mean_ci_cv(values: list[float]) -> tuple[float, float | None, float | None]
 
 
 def format_cell(value: object, fmt: str) -> str:
+    if isinstance(value, float) and not math.isnan(value):
+        return fmt.format(value)
     if not isinstance(value, tuple):
         return (
             "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
@@ -68,7 +76,7 @@ def render(table: pd.DataFrame, percentile: object = None) -> tuple[list[str], l
         return [], []
     formats = {
         m.name: (m.terminal_heading, m.terminal_format)
-        for m in headline(percentile=percentile or DEFAULT_PERCENTILE)
+        for m in (*headline(percentile=percentile or DEFAULT_PERCENTILE), *detail())
     }
     headings, columns = [], []
     for column in table.columns:
