@@ -22,7 +22,7 @@ from dbrig.commands._common import err_console, out_console, print_line, print_w
 from dbrig.commands.show import print_results
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, Interrupted
 from dbrig.report import run_warnings, write_report
-from dbrig.run import dryrun, preflight, runner
+from dbrig.run import dryrun, estimate, preflight, runner
 
 
 @dataclass(frozen=True)
@@ -149,9 +149,12 @@ def _log_to(path: Path) -> None:
             h.setLevel(max(h.level, logging.WARNING))
 
 
-def print_dry_run(plan: scenario.Plan) -> None:
-    """The cells, the exact commands each would run, the seed and the trial order."""
+def print_dry_run(plan: scenario.Plan, out: Path | None = None) -> None:
+    """The cells, the exact commands each would run, the seed, the trial order, and an
+    estimate of the wall time from the runs already saved under ``out``."""
     for line in dryrun.describe(plan):
+        click.echo(line)
+    for line in estimate.describe(plan, out or Path(plan.scenario.out)):
         click.echo(line)
 
 
@@ -188,7 +191,7 @@ def run_command(
     """Run every cell of SCENARIO_FILE and save the results."""
     if dry_run:
         plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed)
-        print_dry_run(plan)
+        print_dry_run(plan, out)
         return
     outcome = run_scenario(
         scenario_file,

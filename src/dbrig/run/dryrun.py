@@ -12,6 +12,7 @@ from dbrig.run.commands import trial_commands
 from dbrig.run.datasets import data_set_id, prepare_steps, prepared_before_every_trial
 from dbrig.run.preflight import cell_endpoint, find_binaries
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
+from dbrig.server.sandbox import my_cnf_lines
 from dbrig.tools.base import WorkloadTool
 from dbrig.tools.registry import workload_for
 
@@ -108,6 +109,6 @@ def _prepare_lines(
 
 def _server_lines(config: ManagedServer | ExternalServer) -> Iterator[str]:
     if isinstance(config, ManagedServer) and config.config:
-        yield "  my.cnf: " + ", ".join(f"{k}={v}" for k, v in config.config.items())
+        yield "  my.cnf: " + ", ".join(my_cnf_lines(config.config))
     if isinstance(config, ManagedServer) and config.cpus:
         yield "  server pinned to cores: " + ",".join(map(str, config.cpus))

@@ -34,9 +34,9 @@ _ERROR_LOG_TAIL = 12
 _INIT_TIMEOUT_S = 300
 
 
-def render_my_cnf(settings: Mapping[str, Any]) -> str:
-    """A ``[mysqld]`` section: ``None`` renders a bare option, booleans ON/OFF."""
-    lines = ["# written by dbrig: do not edit, it is rewritten before every start", "[mysqld]"]
+def my_cnf_lines(settings: Mapping[str, Any]) -> list[str]:
+    """Option lines as my.cnf holds them: ``None`` is a bare option, booleans ON/OFF."""
+    lines = []
     for key, value in settings.items():
         if value is None:
             lines.append(str(key))
@@ -44,7 +44,13 @@ def render_my_cnf(settings: Mapping[str, Any]) -> str:
             lines.append(f"{key}={'ON' if value else 'OFF'}")
         else:
             lines.append(f"{key}={value}")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def render_my_cnf(settings: Mapping[str, Any]) -> str:
+    """A ``[mysqld]`` section of :func:`my_cnf_lines`."""
+    header = ["# written by dbrig: do not edit, it is rewritten before every start", "[mysqld]"]
+    return "\n".join([*header, *my_cnf_lines(settings)]) + "\n"
 
 
 def free_port() -> int:
