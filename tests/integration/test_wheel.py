@@ -53,6 +53,9 @@ def build_wheel(tmp_path: Path) -> Path:
         else:
             shutil.copy2(path, source / name)
     assert (source / "src" / "dbrig" / "scenarios").is_symlink()
+    # A file a scenario names relative to itself (a Lua script) in a subfolder ships too.
+    (source / "scenarios" / "lua").mkdir(exist_ok=True)
+    (source / "scenarios" / "lua" / "beside-a-scenario.lua").write_text("-- shipped\n")
     dist = tmp_path / "dist"
     built = sh(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", dist, "-v", source], source
@@ -85,7 +88,9 @@ def test_the_wheel_carries_the_scenarios_and_runs_them_outside_the_checkout(
     wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     shipped = sorted(p.name for p in (REPO / "scenarios").iterdir() if p.is_file())
-    assert sorted(n.split("/")[-1] for n in names if n.startswith("dbrig/scenarios/")) == shipped
+    in_wheel = [n.removeprefix("dbrig/scenarios/") for n in names if "/scenarios/" in n]
+    assert sorted(n for n in in_wheel if "/" not in n) == shipped
+    assert "lua/beside-a-scenario.lua" in in_wheel
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
     assert "License-Expression: MIT" in zipfile.ZipFile(wheel).read(metadata).decode()
