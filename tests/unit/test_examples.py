@@ -85,7 +85,19 @@ def test_a_name_with_no_such_file_is_the_shipped_scenario(
         assert source.path == REPO_SCENARIOS.resolve() / "quickstart.yaml"
 
 
-@pytest.mark.parametrize("given", ["no-such-scenario", "scenarios/quickstart.yaml", "quickstart/"])
+def test_a_checkout_path_typed_outside_the_checkout_names_the_shipped_scenario(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as refused:
+        shipped.resolve("scenarios/quickstart.yaml")
+    assert str(refused.value) == (
+        "scenarios/quickstart.yaml: no such scenario file; the shipped scenario quickstart "
+        "runs with: dbrig run quickstart (or copy it: dbrig examples copy quickstart)"
+    )
+
+
+@pytest.mark.parametrize("given", ["no-such-scenario", "scenarios/no-such.yaml", "elsewhere/"])
 def test_neither_a_file_nor_a_shipped_name_lists_the_shipped_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str
 ) -> None:

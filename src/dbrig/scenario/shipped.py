@@ -81,6 +81,12 @@ def resolve(name_or_path: str | Path) -> ScenarioSource:
     found = None if "/" in text else shipped_path(text)
     if found is not None:
         return ScenarioSource(found, shipped=True)
+    if shipped_path(given.name) is not None:  # a checkout's path, typed without the checkout
+        stem = given.name.removesuffix(SUFFIX)
+        raise ConfigError(
+            f"{text}: no such scenario file; the shipped scenario {stem} runs with: "
+            f"dbrig run {stem} (or copy it: dbrig examples copy {stem})"
+        )
     raise ConfigError(
         f"{text}: no such scenario file, and no shipped scenario of that name "
         f"(shipped: {_names_line()}; see: dbrig examples)"
