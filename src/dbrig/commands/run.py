@@ -92,9 +92,9 @@ def _plan_and_run_dir(
     return scenario.load(shipped.resolve(scenario_file).path, seed=seed), None
 
 
-def _say_which_scenario(scenario_file: str | None) -> None:
+def _say_which_scenario(scenario_file: str | None, resume: Path | None) -> None:
     """A shipped scenario, or a file that hides one of the same name, is named on stderr."""
-    if scenario_file is None:
+    if scenario_file is None or resume is not None:  # _plan_and_run_dir refuses both
         return
     source = shipped.resolve(scenario_file)
     if source.shipped:
@@ -213,7 +213,7 @@ def run_command(
     SCENARIO_FILE is a path; when no file of that name exists, the shipped scenario of
     that name runs (see: dbrig examples).
     """
-    _say_which_scenario(scenario_file)
+    _say_which_scenario(scenario_file, resume_dir)
     if dry_run:
         plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed)
         print_dry_run(plan)
