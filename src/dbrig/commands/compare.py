@@ -20,6 +20,7 @@ from dbrig.commands._common import (
     print_line,
     write_output,
 )
+from dbrig.commands.completion import complete_run_dir
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError
 from dbrig.report import compare_text as output
 
@@ -38,7 +39,12 @@ _OUTPUT = click.Path(path_type=Path, dir_okay=False)
 
 @click.command("compare")
 @click.argument(
-    "runs", nargs=-1, required=True, metavar="BASE_RUN [CAND_RUN]", type=click.Path(path_type=Path)
+    "runs",
+    nargs=-1,
+    required=True,
+    metavar="BASE_RUN [CAND_RUN]",
+    type=click.Path(path_type=Path),
+    shell_complete=complete_run_dir,
 )
 @click.option("--by", metavar="FACTOR", help="Compare two groups of one RUN split on FACTOR.")
 @click.option("--baseline", metavar="VALUE", help="With --by: the FACTOR value to compare against.")

@@ -19,10 +19,12 @@ import click
 
 from dbrig import scenario, store
 from dbrig.commands._common import err_console, out_console, print_line, print_warnings
+from dbrig.commands.completion import complete_run_dir, complete_scenario
 from dbrig.commands.show import print_results
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, Interrupted
 from dbrig.report import run_warnings, write_report
 from dbrig.run import dryrun, estimate, preflight, runner
+from dbrig.scenario import shipped
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class RunOutcome:
 
 
 def run_scenario(
-    scenario_file: Path | None = None,
+    scenario_file: Path | str | None = None,
     *,
     out: Path | None = None,
     resume: Path | None = None,
@@ -75,7 +77,7 @@ def run_scenario(
 
 
 def _plan_and_run_dir(
-    scenario_file: Path | None, resume: Path | None, retry_failed: bool, seed: int | None
+    scenario_file: Path | str | None, resume: Path | None, retry_failed: bool, seed: int | None
 ) -> tuple[scenario.Plan, store.RunDir | None]:
     if (scenario_file is None) == (resume is None):
         raise ConfigError("run: give a SCENARIO_FILE or --resume RUN_DIR (one of them)")
@@ -87,7 +89,25 @@ def _plan_and_run_dir(
         run_dir, plan = resume_plan(resume)
         return plan, run_dir
     assert scenario_file is not None
-    return scenario.load(scenario_file, seed=seed), None
+    return scenario.load(shipped.resolve(scenario_file).path, seed=seed), None
+
+
+def _say_which_scenario(scenario_file: str | None, resume: Path | None) -> None:
+    """A shipped scenario, or a file that hides one of the same name, is named on stderr."""
+    if scenario_file is None or resume is not None:  # _plan_and_run_dir refuses both
+        return
+    source = shipped.resolve(scenario_file)
+    if source.shipped:
+        print_line(
+            err_console(),
+            f"dbrig: running the shipped scenario {source.path.stem} "
+            f"({source.path}; no file {scenario_file} here)",
+        )
+    elif "/" not in scenario_file and shipped.shipped_path(scenario_file) is not None:
+        print_line(
+            err_console(),
+            f"dbrig: running the file {scenario_file} (not the shipped scenario of that name)",
+        )
 
 
 def _report_after_run(run_dir: store.RunDir) -> Path | None:
@@ -159,13 +179,16 @@ def print_dry_run(plan: scenario.Plan, out: Path | None = None) -> None:
 
 
 @click.command("run")
-@click.argument("scenario_file", required=False, type=click.Path(path_type=Path))
+@click.argument(
+    "scenario_file", required=False, type=click.Path(), shell_complete=complete_scenario
+)
 @click.option("--out", type=click.Path(path_type=Path), help="Parent folder for the run directory.")
 @click.option("--dry-run", is_flag=True, help="Print the cells and exact commands; run nothing.")
 @click.option(
     "--resume",
     "resume_dir",
     type=click.Path(path_type=Path),
+    shell_complete=complete_run_dir,
     help="Continue a saved run: only its missing trials run.",
 )
 @click.option("--retry-failed", is_flag=True, help="With --resume, also rerun failed trials.")
@@ -179,7 +202,7 @@ def print_dry_run(plan: scenario.Plan, out: Path | None = None) -> None:
     help="Shuffle seed, over the scenario's own: reruns the order a --dry-run printed.",
 )
 def run_command(
-    scenario_file: Path | None,
+    scenario_file: str | None,
     out: Path | None,
     dry_run: bool,
     resume_dir: Path | None,
@@ -188,7 +211,12 @@ def run_command(
     report: bool,
     seed: int | None,
 ) -> None:
-    """Run every cell of SCENARIO_FILE and save the results."""
+    """Run every cell of SCENARIO_FILE (or a shipped scenario by name) and save the results.
+
+    SCENARIO_FILE is a path; when no file of that name exists, the shipped scenario of
+    that name runs (see: dbrig examples).
+    """
+    _say_which_scenario(scenario_file, resume_dir)
     if dry_run:
         plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed)
         print_dry_run(plan, out)

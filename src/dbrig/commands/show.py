@@ -10,6 +10,7 @@ from rich.table import Table
 
 from dbrig import store
 from dbrig.commands._common import out_console
+from dbrig.commands.completion import complete_run_dir
 from dbrig.errors import ConfigError
 from dbrig.report import result_table
 from dbrig.report.tables import run_percentile
@@ -78,7 +79,7 @@ def _print_table(title: str, headings: list[str], rows: list[list[str]]) -> None
 
 
 @click.command("show")
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=click.Path(path_type=Path), shell_complete=complete_run_dir)
 @click.option(
     "--format",
     "fmt",
