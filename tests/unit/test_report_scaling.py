@@ -10,9 +10,11 @@ import pandas as pd
 import pytest
 
 from dbrig.analysis.scaling import usl
+from dbrig.commands.show import print_results
 from dbrig.report import run_warnings, write_report
 from dbrig.report.data import load_run
 from dbrig.report.scaling import find_sweeps
+from dbrig.store import RunDir
 from tests.helpers.html import PNG_MAGIC, decoded_png
 from tests.helpers.html import parse_page as parse
 from tests.helpers.sweep import THREADS, make_sweep_run
@@ -140,3 +142,14 @@ def test_a_sweep_past_its_peak_is_not_warned_about(tmp_path: Path) -> None:
     assert not [w for w in run_warnings(run) if w.code == "peak_not_reached"]
     frame = pd.read_csv(run / "results.csv")
     assert sorted(frame[THREADS].unique()) == LEVELS
+
+
+def test_show_prints_the_fit_under_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = make_sweep_run(tmp_path, {THREADS: LEVELS}, sysbench_metrics(0.1, 0.005))
+    print_results(RunDir.open(run))
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("threads sweep: "))
+    assert "USL λ=" in line and "σ=0.1" in line and "peak N*=13" in line
+    assert "measured peak" in line and "latency knee N=" in line

@@ -118,3 +118,11 @@ def test_a_falling_start_does_not_make_a_negative_line() -> None:
 def test_too_few_concurrencies_for_a_knee() -> None:
     knee = latency_knee([1, 2], [1.0, 1.0])
     assert knee.n is None and "3 needed" in knee.reason
+
+
+def test_a_shape_the_law_does_not_have_is_refused_as_lack_of_fit() -> None:
+    n = np.repeat(LEVELS, 3)
+    step = np.where(n <= 8, 100.0, 1000.0) * (1 + np.random.default_rng(3).normal(0, 0.01, n.size))
+    fit = fit_usl(n, step)
+    assert not fit.ok
+    assert "does not follow the law's shape" in fit.reason

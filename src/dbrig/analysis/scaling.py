@@ -163,7 +163,7 @@ def fit_usl(
     params, residual, cov = _least_squares(n, x)
     r2 = 1 - residual / total
     if r2 < min_r2:
-        return _refused(base, _poor_fit_reason(r2, means, residual, len(x), min_r2), r2)
+        return _refused(base, _poor_fit_reason(r2, n, x, means, min_r2), r2)
     lam, sigma, kappa = params
     sigma_se, kappa_se = (math.sqrt(max(cov[i, i], 0.0)) for i in (1, 2))
     return UslFit(
@@ -263,8 +263,10 @@ def _refused(base: UslFit, reason: str, r2: float | None = None) -> UslFit:
 
 
 def _poor_fit_reason(
-    r2: float, means: dict[float, float], residual: float, points: int, min_r2: float
+    r2: float, n: np.ndarray, x: np.ndarray, means: dict[float, float], min_r2: float
 ) -> str:
+    """Why R² is low: a flat series, repetitions that scatter (even the per-N means
+    explain little: pure error), or a shape the law does not have (lack of fit)."""
     head = f"R² {r2:.2f} is under {min_r2:g}"
     values = list(means.values())
     top = max(values)
@@ -274,9 +276,15 @@ def _poor_fit_reason(
             f"{head}: throughput is flat (the means at every concurrency are within "
             f"{100 * spread:.0f} % of each other), so there is no scaling curve to fit"
         )
-    scatter = math.sqrt(residual / points) / (sum(values) / len(values))
+    within = sum(float(((x[n == level] - mean) ** 2).sum()) for level, mean in means.items())
+    ceiling = 1 - within / float(((x - x.mean()) ** 2).sum())
+    if ceiling < min_r2:
+        return (
+            f"{head}: the repetitions scatter too much (even the mean at each concurrency "
+            f"explains only {100 * ceiling:.0f} % of the variation); more repetitions or "
+            "longer trials would tell"
+        )
     return (
-        f"{head}: the repetitions scatter too much around any USL curve (residual "
-        f"{100 * scatter:.0f} % of the mean throughput); more repetitions or longer "
-        "trials would tell"
+        f"{head} while the mean at each concurrency explains {100 * ceiling:.0f} % of the "
+        "variation: throughput does not follow the law's shape (see the chart)"
     )

@@ -10,7 +10,8 @@ from rich.table import Table
 from dbrig import store
 from dbrig.commands._common import out_console
 from dbrig.errors import ConfigError
-from dbrig.report import result_table
+from dbrig.report import result_table, scaling
+from dbrig.report.data import load_run
 from dbrig.report.tables import run_percentile
 
 
@@ -28,6 +29,8 @@ def print_results(run_dir: store.RunDir, fmt: str = "table") -> None:
         return
     title = f"{_name(run_dir, saved)}: mean ±95% CI (CV) over repetitions"
     _print_table(title, headings, rows)
+    for sweep in scaling.find_sweeps(load_run(run_dir.path)):
+        out_console().print(scaling.summary_line(sweep), markup=False, soft_wrap=True)
 
 
 def print_pivot(run_dir: store.RunDir, rows: str, columns: str, metric: str, fmt: str) -> None:
