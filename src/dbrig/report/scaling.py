@@ -265,7 +265,7 @@ def chart_caption(sweep: Sweep) -> str:
     fit = sweep.fit
     text = (
         f"Left: {sweep.throughput.heading} of every successful repetition (light dots) and "
-        f"their mean per {sweep.label} (dark dots)"
+        f"their mean (dark dots) at each {sweep.label} value N"
     )
     if fit.ok:
         text += (
@@ -277,7 +277,7 @@ def chart_caption(sweep: Sweep) -> str:
     else:
         text += f". No curve: {fit.reason}."
     text += (
-        f" Right: {sweep.latency_heading} per {sweep.label} and the straight line through "
+        f" Right: {sweep.latency_heading} against N and the straight line through "
         f"the first two means; the knee (orange) is the first mean more than "
         f"{100 * KNEE_TOLERANCE:.0f} % above it."
     )
