@@ -153,3 +153,11 @@ def test_show_prints_the_fit_under_the_table(
     line = next(line for line in out.splitlines() if line.startswith("threads sweep: "))
     assert "USL λ=" in line and "σ=0.1" in line and "peak N*=13" in line
     assert "measured peak" in line and "latency knee N=" in line
+
+
+def test_show_prints_no_fit_line_for_a_sweep_of_two_or_three_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = make_sweep_run(tmp_path, {THREADS: [1, 2, 4]}, sysbench_metrics(0.1, 0.005))
+    print_results(RunDir.open(run))
+    assert "threads sweep" not in capsys.readouterr().out

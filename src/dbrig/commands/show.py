@@ -29,7 +29,7 @@ def print_results(run_dir: store.RunDir, fmt: str = "table") -> None:
         return
     title = f"{_name(run_dir, saved)}: mean ±95% CI (CV) over repetitions"
     _print_table(title, headings, rows)
-    for sweep in scaling.find_sweeps(load_run(run_dir.path)):
+    for sweep in filter(scaling.drawable, scaling.find_sweeps(load_run(run_dir.path))):
         out_console().print(scaling.summary_line(sweep), markup=False, soft_wrap=True)
 
 

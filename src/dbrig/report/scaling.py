@@ -367,6 +367,6 @@ def _concurrency_axis(ax: Axes, sweep: Sweep) -> None:
 
 
 def drawable(sweep: Sweep) -> bool:
-    """A chart is worth drawing from :data:`MIN_LEVELS` concurrencies (the factor chart
-    shows fewer)."""
+    """A chart and a terminal line are worth it from :data:`MIN_LEVELS` concurrencies:
+    fewer are only the factor chart's line (the section still says why there is no fit)."""
     return len(sweep.fit.levels) >= MIN_LEVELS
