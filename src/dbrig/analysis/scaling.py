@@ -32,6 +32,7 @@ or with fewer than three concurrencies.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -166,10 +167,9 @@ def fit_usl(
         return _refused(base, _poor_fit_reason(r2, n, x, means, min_r2), r2)
     lam, sigma, kappa = params
     sigma_se, kappa_se = (math.sqrt(max(cov[i, i], 0.0)) for i in (1, 2))
-    return UslFit(
-        levels, len(n), peak_n, means[peak_n] if peak_n is not None else None,
-        r2, lam, sigma, kappa, sigma_se, kappa_se,
-    )  # fmt: skip
+    return dataclasses.replace(
+        base, r2=r2, lam=lam, sigma=sigma, kappa=kappa, sigma_se=sigma_se, kappa_se=kappa_se
+    )
 
 
 def latency_knee(
@@ -257,9 +257,7 @@ def _starts(n: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
 
 
 def _refused(base: UslFit, reason: str, r2: float | None = None) -> UslFit:
-    return UslFit(
-        base.levels, base.points, base.measured_peak_n, base.measured_peak, r2=r2, reason=reason
-    )
+    return dataclasses.replace(base, r2=r2, reason=reason)
 
 
 def _poor_fit_reason(
