@@ -12,7 +12,8 @@ from dbrig import store
 from dbrig.commands._common import out_console
 from dbrig.commands.completion import complete_run_dir
 from dbrig.errors import ConfigError
-from dbrig.report import result_table
+from dbrig.report import result_table, scaling
+from dbrig.report.data import load_run
 from dbrig.report.tables import run_percentile
 
 
@@ -32,6 +33,8 @@ def print_results(
         return
     title = f"{_name(run_dir, saved)}: mean ±95% CI (CV) over repetitions"
     _print_table(title, headings, rows)
+    for sweep in filter(scaling.drawable, scaling.find_sweeps(load_run(run_dir.path))):
+        out_console().print(scaling.summary_line(sweep), markup=False, soft_wrap=True)
 
 
 def print_pivot(

@@ -21,6 +21,8 @@ weak_interference         a repetition's ``stress_achieved_ratio`` under 0.8
 swap                      swap-in or swap-out above 0 MiB/s
 steal                     CPU steal above 5 % (mean over the cell's repetitions)
 sampler_overhead          the samplers' own CPU (``sampler_cpu_pct``) above 1 % of a core
+peak_not_reached          a concurrency sweep whose largest N is below the N* of its USL fit
+                          (:mod:`dbrig.report.scaling`): the peak lies beyond the sweep
 ========================  ==================================================================
 """
 
@@ -36,6 +38,7 @@ import pandas as pd
 from dbrig.metrics import metric as registry_entry
 from dbrig.metrics import throughput_metrics
 from dbrig.report.data import RunData, load_run
+from dbrig.report.scaling import find_sweeps
 from dbrig.report.tables import CellStats, aggregate, cell_overview, metric_columns
 from dbrig.util.units import parse_size, to_float
 
@@ -113,6 +116,7 @@ def compute_warnings(data: RunData, overview: pd.DataFrame, stats: CellStats) ->
         _swap,
         _steal,
         _sampler_overhead,
+        _peak_not_reached,
     ]
     found: list[RunWarning] = []
     for check in checks:
@@ -330,6 +334,26 @@ def _sampler_overhead(run: _Run) -> list[RunWarning]:
     ]
     where = see("sampler_cpu_pct")
     return _per_cell("sampler_overhead", hits, run.n_cells, "sampler overhead", where=where)
+
+
+def _peak_not_reached(run: _Run) -> list[RunWarning]:
+    found = []
+    for sweep in find_sweeps(run.data):
+        fit = sweep.fit
+        n_star, largest = fit.n_star, fit.max_n
+        if n_star is None or largest is None or largest >= n_star:
+            continue
+        metric = sweep.throughput
+        gain = (fit.predicted_peak or 0) / fit.predict(largest) - 1
+        where = f"{sweep.group}: " if sweep.group else ""
+        message = (
+            f"{where}the peak was not reached: extend the sweep beyond {sweep.label}="
+            f"{largest:g} (the USL fit puts the peak at N* = {n_star:.1f}, "
+            f"{metric.format(fit.predicted_peak)} {metric.unit}, {100 * gain:.1f} % above "
+            f"its value at {largest:g})"
+        )
+        found.append(RunWarning("peak_not_reached", message))
+    return found
 
 
 # --------------------------------------------------------------------------- helpers
