@@ -173,7 +173,7 @@ class ManagedServerHandle:
         self.sandbox.close()
         if keep_data:
             return
-        ownership.remove_owned(self.sandbox.datadir)
+        dd.remove_datadir(self.sandbox.datadir)
         if self.snapshots.is_dir():
             for path in self.snapshots.iterdir():
                 if path.is_dir():
@@ -189,7 +189,7 @@ class ManagedServerHandle:
             return base
         self.home.mkdir(parents=True, exist_ok=True)
         # Left by an attempt that failed or was interrupted.
-        ownership.remove_owned(self.sandbox.datadir)
+        dd.remove_datadir(self.sandbox.datadir)
         self.sandbox.initialize()
         self.sandbox.start(config)
         try:

@@ -26,6 +26,7 @@ from dbrig import ownership, proc
 from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError, ServerError
 from dbrig.server.binary import ServerBinary
+from dbrig.server.datadir import incomplete_marker
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +164,11 @@ class Sandbox:
         """Write my.cnf from ``config`` and start; returns seconds until the server answered."""
         if self.is_running:
             raise ServerError(f"server '{self.name}' is already running")
+        if incomplete_marker(self.datadir).exists():
+            raise ServerError(
+                f"server '{self.name}': {self.datadir} was left half-restored; "
+                "restoring it again copies the whole snapshot"
+            )
         self.port = self._choose_port()
         self.my_cnf.write_text(render_my_cnf({**self._base_settings(), **config}))
         log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
