@@ -6,6 +6,7 @@ codes, and bad input raises :class:`dbrig.errors.DbrigError` (``ConfigError``:
 exit 2), which :func:`dbrig.cli.main` turns into one line on stderr.
 """
 
+from dbrig.commands.cache import cache_command
 from dbrig.commands.compare import compare_command
 from dbrig.commands.doctor import doctor_command
 from dbrig.commands.history import history_command
@@ -13,10 +14,19 @@ from dbrig.commands.report import report_command
 from dbrig.commands.run import run_command
 from dbrig.commands.show import show_command
 
-ALL = (run_command, show_command, report_command, compare_command, history_command, doctor_command)
+ALL = (
+    run_command,
+    show_command,
+    report_command,
+    compare_command,
+    history_command,
+    doctor_command,
+    cache_command,
+)
 
 __all__ = [
     "ALL",
+    "cache_command",
     "compare_command",
     "doctor_command",
     "history_command",

@@ -19,10 +19,12 @@ import click
 
 from dbrig import scenario, store
 from dbrig.commands._common import err_console, out_console, print_line, print_warnings
+from dbrig.commands.cache import open_cache
 from dbrig.commands.show import print_results
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, Interrupted
 from dbrig.report import run_warnings, write_report
 from dbrig.run import dryrun, preflight, runner
+from dbrig.server.cache import ENV_DIR, ENV_MAX
 
 
 @dataclass(frozen=True)
@@ -46,24 +48,27 @@ def run_scenario(
     report: bool = True,
     seed: int | None = None,
     emit: Callable[[str], None] | None = None,
+    snapshot_cache: Path | None = None,
+    snapshot_cache_max: str | None = None,
 ) -> RunOutcome:
     """Run every pending trial of a scenario file or a saved run; raises DbrigError."""
     plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed)
+    say = emit or _emit
     tools = preflight.preflight(plan, out if run_dir is None else run_dir.path)
+    cache = open_cache(snapshot_cache, snapshot_cache_max, say)
     if run_dir is None:
         run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
     else:
         run_dir.update_saved(status="running")
     _log_to(run_dir.path / "dbrig.log")
     trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
-    say = emit or _emit
     say(f"dbrig: {len(trials)} trials -> {run_dir.path}")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         with run_dir.lock():
-            result = runner.Runner(plan, run_dir, tools, keep_data=keep_data, emit=say).execute(
-                trials
-            )
+            result = runner.Runner(
+                plan, run_dir, tools, keep_data=keep_data, emit=say, snapshot_cache=cache
+            ).execute(trials)
     except Interrupted:
         if report:
             _report_after_run(run_dir)
@@ -175,6 +180,19 @@ def print_dry_run(plan: scenario.Plan) -> None:
     type=click.IntRange(0, 2**31 - 1),
     help="Shuffle seed, over the scenario's own: reruns the order a --dry-run printed.",
 )
+@click.option(
+    "--snapshot-cache",
+    type=click.Path(path_type=Path),
+    envvar=ENV_DIR,
+    show_envvar=True,
+    help="Keep prepared snapshots here across runs: a later run with the same key skips prepare.",
+)
+@click.option(
+    "--snapshot-cache-max",
+    envvar=ENV_MAX,
+    show_envvar=True,
+    help="The snapshot cache's maximum size (default 50G); least recently used entries go first.",
+)
 def run_command(
     scenario_file: Path | None,
     out: Path | None,
@@ -184,6 +202,8 @@ def run_command(
     keep_data: bool,
     report: bool,
     seed: int | None,
+    snapshot_cache: Path | None,
+    snapshot_cache_max: str | None,
 ) -> None:
     """Run every cell of SCENARIO_FILE and save the results."""
     if dry_run:
@@ -198,6 +218,8 @@ def run_command(
         keep_data=keep_data,
         report=report,
         seed=seed,
+        snapshot_cache=snapshot_cache,
+        snapshot_cache_max=snapshot_cache_max,
     )
     if outcome.failed:
         print_line(err_console(), f"dbrig: {outcome.failed} of {outcome.total} trials failed")

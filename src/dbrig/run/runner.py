@@ -33,6 +33,7 @@ from dbrig.run.preflight import Toolbox, datadir_device
 from dbrig.run.progress import Progress
 from dbrig.run.trial import TrialContext, TrialExecutor, TrialRecord
 from dbrig.scenario import ExternalServer, ManagedServer, Plan, Trial
+from dbrig.server.cache import SnapshotCache
 from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle, ServerHandle
 
 log = logging.getLogger(__name__)
@@ -57,12 +58,14 @@ class Runner:
         *,
         keep_data: bool = False,
         emit: Callable[[str], None] = print,
+        snapshot_cache: SnapshotCache | None = None,
         events_timeout_s: float = DEFAULT_EVENTS_TIMEOUT_S,
     ) -> None:
         self.plan = plan
         self.run = run
         self.tools = tools
         self.keep_data = keep_data
+        self.snapshot_cache = snapshot_cache
         self.emit = emit
         self.servers: dict[str, ServerHandle] = {}
         self._servers_saved = set(run.saved().servers)
@@ -86,7 +89,8 @@ class Runner:
                 self.servers[name] = ExternalServerHandle(name, spec, home)
             else:
                 binary = self.tools.servers[name]
-                self.servers[name] = ManagedServerHandle(name, spec, binary, home)
+                cache = self.snapshot_cache
+                self.servers[name] = ManagedServerHandle(name, spec, binary, home, cache)
         return self.servers[name]
 
     def execute(self, trials: list[Trial]) -> RunSummary:
