@@ -24,7 +24,9 @@ from dbrig.commands.show import print_results
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, Interrupted
 from dbrig.report import run_warnings, write_report
 from dbrig.run import dryrun, preflight, runner
+from dbrig.server import workspace
 from dbrig.server.cache import ENV_DIR, ENV_MAX
+from dbrig.server.workspace import clone_workspace
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ def run_scenario(
     say = emit or _emit
     tools = preflight.preflight(plan, out if run_dir is None else run_dir.path)
     cache = open_cache(snapshot_cache, snapshot_cache_max, say)
+    image_bytes = _workspace_image(plan, keep_data)
     if run_dir is None:
         run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
     else:
@@ -65,9 +68,15 @@ def run_scenario(
     say(f"dbrig: {len(trials)} trials -> {run_dir.path}")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
-        with run_dir.lock():
+        with run_dir.lock(), clone_workspace(run_dir.path, image_bytes) as data_root:
             result = runner.Runner(
-                plan, run_dir, tools, keep_data=keep_data, emit=say, snapshot_cache=cache
+                plan,
+                run_dir,
+                tools,
+                keep_data=keep_data,
+                emit=say,
+                snapshot_cache=cache,
+                data_root=data_root,
             ).execute(trials)
     except Interrupted:
         if report:
@@ -77,6 +86,20 @@ def run_scenario(
     print_line(out_console(), f"saved: {result.run_dir}")
     page = _report_after_run(run_dir) if report else None
     return RunOutcome(result.run_dir, result.total, result.ok, result.failed, page)
+
+
+def _workspace_image(plan: scenario.Plan, keep_data: bool) -> int | None:
+    """The clone workspace's size, checked before anything runs (root, xfsprogs)."""
+    size = plan.scenario.workspace.image_bytes
+    if size is None:
+        return None
+    if keep_data:
+        raise ConfigError(
+            "--keep-data: a clone workspace (workspace.image) is removed when the run ends; "
+            "drop one of them"
+        )
+    workspace.check_can_make(size)
+    return size
 
 
 def _plan_and_run_dir(

@@ -59,6 +59,7 @@ class Runner:
         keep_data: bool = False,
         emit: Callable[[str], None] = print,
         snapshot_cache: SnapshotCache | None = None,
+        data_root: Path | None = None,
         events_timeout_s: float = DEFAULT_EVENTS_TIMEOUT_S,
     ) -> None:
         self.plan = plan
@@ -66,6 +67,7 @@ class Runner:
         self.tools = tools
         self.keep_data = keep_data
         self.snapshot_cache = snapshot_cache
+        self.data_root = data_root  # a clone workspace's servers/ folder, if any
         self.emit = emit
         self.servers: dict[str, ServerHandle] = {}
         self._servers_saved = set(run.saved().servers)
@@ -89,8 +91,10 @@ class Runner:
                 self.servers[name] = ExternalServerHandle(name, spec, home)
             else:
                 binary = self.tools.servers[name]
-                cache = self.snapshot_cache
-                self.servers[name] = ManagedServerHandle(name, spec, binary, home, cache)
+                cache, data_home = self.snapshot_cache, None
+                if self.data_root is not None:
+                    data_home = self.data_root / name
+                self.servers[name] = ManagedServerHandle(name, spec, binary, home, cache, data_home)
         return self.servers[name]
 
     def execute(self, trials: list[Trial]) -> RunSummary:

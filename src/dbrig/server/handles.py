@@ -99,7 +99,11 @@ class ManagedServerHandle:
         binary: ServerBinary,
         home: Path,
         cache: SnapshotCache | None = None,
+        data_home: Path | None = None,
     ) -> None:
+        """``data_home`` (default ``home``) holds the datadir and snapshots: a clone
+        workspace's filesystem when there is one; logs and my.cnf stay in ``home``."""
+        data_home = data_home or home
         self.name = name
         self.binary = binary
         self.cache = cache
@@ -111,9 +115,10 @@ class ManagedServerHandle:
             cpus=spec.cpus,
             port=spec.port,
             startup_timeout_s=spec.startup_timeout,
+            datadir=data_home / "datadir",
         )
         self.home = home
-        self.snapshots = home / "snapshots"
+        self.snapshots = data_home / "snapshots"
         self.info: dict[str, Any] = {}
 
     @property

@@ -85,11 +85,12 @@ class Sandbox:
         cpus: list[int] | None = None,
         port: int | None = None,
         startup_timeout_s: float = 120.0,
+        datadir: Path | None = None,
     ) -> None:
         self.name = name
         self.binary = binary
         self.home = home
-        self.datadir = home / "datadir"
+        self.datadir = datadir or home / "datadir"
         self.error_log = home / "mysqld.err"
         self.my_cnf = home / "my.cnf"
         self.cpus = cpus
