@@ -202,3 +202,20 @@ def test_a_restore_in_place_cut_short_is_never_started_on_and_is_redone_whole(
     (datadir / "file001").write_bytes(b"changed")
     assert dd.restore(snapshot, datadir).path == "changed"
     assert listing(datadir) == expected
+
+
+@pytest.mark.integration
+def test_many_changed_files_are_copied_back_in_several_cp_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dd, "_FILES_PER_CP", 3)
+    datadir, snapshot = tmp_path / "datadir", tmp_path / "snapshots" / "data"
+    ownership.mark_owned(datadir, role="datadir")
+    fill(datadir, files=20)
+    expected = listing(datadir)
+    dd.snapshot(datadir, snapshot)
+    for i in range(7):
+        (datadir / f"file{i:03d}").write_bytes(b"changed")
+    timing = dd.restore(snapshot, datadir)
+    assert (timing.path, timing.files_copied) == ("changed", 7)
+    assert listing(datadir) == expected

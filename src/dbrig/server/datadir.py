@@ -33,6 +33,7 @@ from dbrig.ownership import mark_owned, remove_owned, require_owned
 from dbrig.server import manifest as mf
 
 _COPY_TIMEOUT_S = 3600
+_FILES_PER_CP = 500
 
 
 @dataclass(frozen=True)
@@ -175,14 +176,16 @@ def _copy_files(snapshot_dir: Path, datadir: Path, files: list[str]) -> None:
         by_dir[os.path.dirname(rel)].append(rel)
         (datadir / rel).unlink(missing_ok=True)
     for parent, names in sorted(by_dir.items()):
-        sources = [str(snapshot_dir / rel) for rel in names]
-        argv = ["cp", "-a", "--reflink=auto", *sources, f"{datadir / parent}/"]
-        done = proc.run(argv, timeout_s=_COPY_TIMEOUT_S, stderr=None)
-        if done.returncode != 0:
-            raise ServerError(
-                f"copying {len(names)} file(s) back from {snapshot_dir} to {datadir / parent} "
-                f"failed (cp {done.exit_text})"
-            )
+        for start in range(0, len(names), _FILES_PER_CP):  # argv stays far under ARG_MAX
+            chunk = names[start : start + _FILES_PER_CP]
+            sources = [str(snapshot_dir / rel) for rel in chunk]
+            argv = ["cp", "-a", "--reflink=auto", *sources, f"{datadir / parent}/"]
+            done = proc.run(argv, timeout_s=_COPY_TIMEOUT_S, stderr=None)
+            if done.returncode != 0:
+                raise ServerError(
+                    f"copying {len(chunk)} file(s) back from {snapshot_dir} to "
+                    f"{datadir / parent} failed (cp {done.exit_text})"
+                )
 
 
 def _parents(changes: mf.Changes) -> set[str]:
