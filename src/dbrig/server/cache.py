@@ -213,7 +213,12 @@ class SnapshotCache:
         self._say_once_if_not_cloning(target.parent)
         staging = target.with_name(target.name + ".copying")
         remove_owned(staging)
-        dd.copy_tree(path / "data", staging)
+        try:
+            dd.copy_tree(path / "data", staging)
+        except (OSError, DbrigError) as exc:  # e.g. evicted meanwhile by another run
+            self.say(f"dbrig: warning: snapshot cache entry {entry.name} unusable ({exc})")
+            remove_owned(staging)
+            return False
         if tree_digest(staging) != entry.digest:
             remove_owned(staging)
             self.say(
@@ -252,7 +257,10 @@ class SnapshotCache:
             with contextlib.suppress(OSError, DbrigError):
                 remove_owned(incoming)
             return False
-        incoming.rename(self.root / name)
+        try:
+            incoming.rename(self.root / name)
+        except OSError:  # another run stored the same key meanwhile: keep theirs
+            remove_owned(incoming)
         return True
 
     def _write(self, incoming: Path, key: Mapping[str, Any], snapshot: Path, size: int) -> None:
