@@ -6,6 +6,7 @@ codes, and bad input raises :class:`dbrig.errors.DbrigError` (``ConfigError``:
 exit 2), which :func:`dbrig.cli.main` turns into one line on stderr.
 """
 
+from dbrig.commands.cache import cache_command
 from dbrig.commands.compare import compare_command
 from dbrig.commands.doctor import doctor_command
 from dbrig.commands.examples import examples_command
@@ -22,10 +23,12 @@ ALL = (
     history_command,
     doctor_command,
     examples_command,
+    cache_command,
 )
 
 __all__ = [
     "ALL",
+    "cache_command",
     "compare_command",
     "doctor_command",
     "examples_command",

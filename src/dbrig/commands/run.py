@@ -19,12 +19,16 @@ import click
 
 from dbrig import scenario, store
 from dbrig.commands._common import err_console, out_console, print_line, print_warnings
+from dbrig.commands.cache import open_cache
 from dbrig.commands.completion import complete_run_dir, complete_scenario
 from dbrig.commands.show import print_results
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, Interrupted
 from dbrig.report import run_warnings, write_report
 from dbrig.run import dryrun, estimate, preflight, runner
 from dbrig.scenario import shipped
+from dbrig.server import workspace
+from dbrig.server.cache import ENV_DIR, ENV_MAX
+from dbrig.server.workspace import clone_workspace
 
 
 @dataclass(frozen=True)
@@ -48,24 +52,34 @@ def run_scenario(
     report: bool = True,
     seed: int | None = None,
     emit: Callable[[str], None] | None = None,
+    snapshot_cache: Path | None = None,
+    snapshot_cache_max: str | None = None,
 ) -> RunOutcome:
     """Run every pending trial of a scenario file or a saved run; raises DbrigError."""
     plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed)
+    say = emit or _emit
     tools = preflight.preflight(plan, out if run_dir is None else run_dir.path)
+    cache = open_cache(snapshot_cache, snapshot_cache_max, say)
+    image_bytes = _workspace_image(plan, keep_data)
     if run_dir is None:
         run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
     else:
         run_dir.update_saved(status="running")
     _log_to(run_dir.path / "dbrig.log")
     trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
-    say = emit or _emit
     say(f"dbrig: {len(trials)} trials -> {run_dir.path}")
     signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
-        with run_dir.lock():
-            result = runner.Runner(plan, run_dir, tools, keep_data=keep_data, emit=say).execute(
-                trials
-            )
+        with run_dir.lock(), clone_workspace(run_dir.path, image_bytes) as data_root:
+            result = runner.Runner(
+                plan,
+                run_dir,
+                tools,
+                keep_data=keep_data,
+                emit=say,
+                snapshot_cache=cache,
+                data_root=data_root,
+            ).execute(trials)
     except Interrupted:
         if report:
             _report_after_run(run_dir)
@@ -74,6 +88,20 @@ def run_scenario(
     print_line(out_console(), f"saved: {result.run_dir}")
     page = _report_after_run(run_dir) if report else None
     return RunOutcome(result.run_dir, result.total, result.ok, result.failed, page)
+
+
+def _workspace_image(plan: scenario.Plan, keep_data: bool) -> int | None:
+    """The clone workspace's size, checked before anything runs (root, xfsprogs)."""
+    size = plan.scenario.workspace.image_bytes
+    if size is None:
+        return None
+    if keep_data:
+        raise ConfigError(
+            "--keep-data: a clone workspace (workspace.image) is removed when the run ends; "
+            "drop one of them"
+        )
+    workspace.check_can_make(size)
+    return size
 
 
 def _plan_and_run_dir(
@@ -201,6 +229,19 @@ def print_dry_run(plan: scenario.Plan, out: Path | None = None) -> None:
     type=click.IntRange(0, 2**31 - 1),
     help="Shuffle seed, over the scenario's own: reruns the order a --dry-run printed.",
 )
+@click.option(
+    "--snapshot-cache",
+    type=click.Path(path_type=Path),
+    envvar=ENV_DIR,
+    show_envvar=True,
+    help="Keep prepared snapshots here across runs: a later run with the same key skips prepare.",
+)
+@click.option(
+    "--snapshot-cache-max",
+    envvar=ENV_MAX,
+    show_envvar=True,
+    help="The snapshot cache's maximum size (default 50G); least recently used entries go first.",
+)
 def run_command(
     scenario_file: str | None,
     out: Path | None,
@@ -210,6 +251,8 @@ def run_command(
     keep_data: bool,
     report: bool,
     seed: int | None,
+    snapshot_cache: Path | None,
+    snapshot_cache_max: str | None,
 ) -> None:
     """Run every cell of SCENARIO_FILE (or a shipped scenario by name) and save the results.
 
@@ -229,6 +272,8 @@ def run_command(
         keep_data=keep_data,
         report=report,
         seed=seed,
+        snapshot_cache=snapshot_cache,
+        snapshot_cache_max=snapshot_cache_max,
     )
     if outcome.failed:
         print_line(err_console(), f"dbrig: {outcome.failed} of {outcome.total} trials failed")

@@ -26,6 +26,7 @@ from dbrig import ownership, proc
 from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError, ServerError
 from dbrig.server.binary import ServerBinary
+from dbrig.server.datadir import incomplete_marker
 
 log = logging.getLogger(__name__)
 
@@ -90,11 +91,12 @@ class Sandbox:
         cpus: list[int] | None = None,
         port: int | None = None,
         startup_timeout_s: float = 120.0,
+        datadir: Path | None = None,
     ) -> None:
         self.name = name
         self.binary = binary
         self.home = home
-        self.datadir = home / "datadir"
+        self.datadir = datadir or home / "datadir"
         self.error_log = home / "mysqld.err"
         self.my_cnf = home / "my.cnf"
         self.cpus = cpus
@@ -169,6 +171,11 @@ class Sandbox:
         """Write my.cnf from ``config`` and start; returns seconds until the server answered."""
         if self.is_running:
             raise ServerError(f"server '{self.name}' is already running")
+        if incomplete_marker(self.datadir).exists():
+            raise ServerError(
+                f"server '{self.name}': {self.datadir} was left half-restored; "
+                "restoring it again copies the whole snapshot"
+            )
         self.port = self._choose_port()
         self.my_cnf.write_text(render_my_cnf({**self._base_settings(), **config}))
         log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
