@@ -40,8 +40,11 @@ def runs_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_subcommands_complete() -> None:
-    assert values([], "") == sorted(
-        ["run", "show", "report", "compare", "history", "doctor", "examples"]
+    from dbrig.commands import ALL
+
+    assert values([], "") == sorted(command.name for command in ALL)
+    assert {"run", "show", "report", "compare", "history", "doctor", "examples"} <= set(
+        values([], "")
     )
     assert values([], "ex") == ["examples"]
     assert values(["examples"], "") == ["copy"]
