@@ -149,8 +149,9 @@ def _log_to(path: Path) -> None:
             h.setLevel(max(h.level, logging.WARNING))
 
 
-def print_dry_run(plan: scenario.Plan) -> None:
+def print_dry_run(plan: scenario.Plan, out: Path | None = None) -> None:
     """The cells, the exact commands each would run, the seed and the trial order."""
+    dryrun.check(plan, out)
     for line in dryrun.describe(plan):
         click.echo(line)
 
@@ -188,7 +189,7 @@ def run_command(
     """Run every cell of SCENARIO_FILE and save the results."""
     if dry_run:
         plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed)
-        print_dry_run(plan)
+        print_dry_run(plan, out)
         return
     outcome = run_scenario(
         scenario_file,

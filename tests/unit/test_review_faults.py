@@ -1,0 +1,93 @@
+"""Faults found by the reliability review of dbrig's own handling (issue 11), one test each.
+
+Each test reproduced its finding on the code before the fix; the integration ones that need
+a real server or a real filesystem are in tests/integration/test_review_faults.py.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from dbrig.cli import main
+
+SYSBENCH = "workload:\n  sysbench: {tables: 1, table_size: 100, time: 1}\n"
+
+
+def dbrig(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    captured = capsys.readouterr()
+    return exited.value.code, captured.out, captured.err
+
+
+def one_error_line(err: str) -> str:
+    lines = err.strip("\n").splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got:\n{err}"
+    assert lines[0].startswith("dbrig: error: "), lines[0]
+    return lines[0]
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# -- 5 and 6: the dry run checks the host as the run does; every error names the file ------
+
+
+MYSQLSLAP_WITH_WARMUP = """\
+name: slap
+workload:
+  mysqlslap: {concurrency: 2, iterations: 1, number_of_queries: 100}
+warmup: 3
+"""
+MISSING_BASEDIR = "name: nb\nserver: {basedir: /nonexistent/mariadb}\n" + SYSBENCH
+CORE_THE_MACHINE_LACKS = (
+    "name: core\n" + SYSBENCH + "interference:\n  stress-ng: {cpu: 1, taskset: [4096]}\n"
+)
+
+
+def external(port: int, password_env: str | None = None) -> str:
+    secret = f", password_env: {password_env}" if password_env else ""
+    return (
+        "name: ext\nservers:\n  db: {kind: external, host: 127.0.0.1, port: "
+        f"{port}, user: bench, reset: none{secret}}}\n" + SYSBENCH
+    )
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (MYSQLSLAP_WITH_WARMUP, "warmup: mysqlslap runs a fixed number of queries"),
+        (MISSING_BASEDIR, "basedir /nonexistent/mariadb is not a directory"),
+        (CORE_THE_MACHINE_LACKS, "4096"),
+        (external(closed_port()), "db"),
+        (external(3306, "DBRIG_TEST_UNSET_PASSWORD"), "DBRIG_TEST_UNSET_PASSWORD is not set"),
+    ],
+    ids=["mysqlslap-warmup", "missing-basedir", "taskset-core", "unreachable", "unset-password"],
+)
+def test_a_host_problem_fails_the_run_and_the_dry_run_alike_naming_the_file(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    text: str,
+    expected: str,
+    dry_run: bool,
+) -> None:
+    """Findings 5 (a dry run passed all of these) and 6 (two errors lacked the file name)."""
+    monkeypatch.delenv("DBRIG_TEST_UNSET_PASSWORD", raising=False)
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(text)
+    out = tmp_path / "runs"
+    flags = ["--dry-run"] if dry_run else []
+    code, _, err = dbrig(["run", str(scenario), "--out", str(out), *flags], capsys)
+    line = one_error_line(err)
+    assert code == 2, err
+    assert f"{scenario}: " in line
+    assert expected in line
+    assert not out.exists()
