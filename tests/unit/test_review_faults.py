@@ -91,3 +91,33 @@ def test_a_host_problem_fails_the_run_and_the_dry_run_alike_naming_the_file(
     assert f"{scenario}: " in line
     assert expected in line
     assert not out.exists()
+
+
+# -- 11: a dead server's reason quotes only what explains the death -------------------------
+
+ERROR_LOG_SAMPLE = Path("/work/shared/fixtures/mariadbd_error_log_sample.txt")
+
+
+def test_a_killed_servers_reason_quotes_no_note_lines() -> None:
+    """Finding 11: the reason quoted "ready for connections" and "Buffer pool(s) load"."""
+    from dbrig.server.sandbox import death_excerpt
+
+    text = ERROR_LOG_SAMPLE.read_text()
+    assert "[Note]" in text and "[ERROR]" not in text
+    assert death_excerpt(text) == []
+
+
+def test_a_crash_reason_quotes_the_error_and_signal_lines() -> None:
+    from dbrig.server.sandbox import death_excerpt
+
+    crash = (
+        "2026-11-21 22:36:55 0 [Note] mariadbd: ready for connections.\n"
+        "2026-11-21 22:37:00 8 [Warning] Aborted connection 8 to db: 'sbtest'\n"
+        "2026-11-21 22:37:01 0 [ERROR] InnoDB: Write to file ./ib_logfile0 failed\n"
+        "261121 22:37:01 [ERROR] mysqld got signal 6 ;\n"
+        "2026-11-21 22:37:01 0 [Note] InnoDB: Buffer pool(s) load completed\n"
+    )
+    assert death_excerpt(crash) == [
+        "2026-11-21 22:37:01 0 [ERROR] InnoDB: Write to file ./ib_logfile0 failed",
+        "261121 22:37:01 [ERROR] mysqld got signal 6 ;",
+    ]

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import socket
 import tempfile
 import time
@@ -62,6 +63,26 @@ def port_is_free(port: int) -> bool:
     return True
 
 
+# Lines of an error log that say why a server died; [Note] lines ("ready for connections")
+# never do, and [Warning] lines of clients ("Aborted connection") rarely.
+_DEATH_MARKERS = ("[ERROR]", "got signal", "Aborting", "Fatal", "fatal", "Assertion", "assertion")
+
+
+def death_excerpt(log_text: str) -> list[str]:
+    """The error log lines that explain a server's death (none for a plain kill -9)."""
+    lines = [ln.strip() for ln in log_text.splitlines()]
+    return [ln for ln in lines if "[Note]" not in ln and any(m in ln for m in _DEATH_MARKERS)]
+
+
+def _exit_words(done: proc.Finished) -> str:
+    sig = done.killed_by_signal
+    if sig is None:
+        return done.exit_text
+    with contextlib.suppress(ValueError):
+        return f"killed by {signal.Signals(sig).name}"
+    return f"killed by signal {sig}"
+
+
 def tail(path: Path, lines: int, start_offset: int = 0) -> str:
     try:
         with open(path, "rb") as handle:
@@ -97,6 +118,7 @@ class Sandbox:
         self.startup_timeout_s = startup_timeout_s
         self._socket_dir: Path | None = None
         self._child: proc.Child | None = None
+        self._log_offset = 0  # where the running server's part of the error log starts
 
     # -- paths -------------------------------------------------------------------
 
@@ -166,6 +188,7 @@ class Sandbox:
         self.port = self._choose_port()
         self.my_cnf.write_text(render_my_cnf({**self._base_settings(), **config}))
         log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
+        self._log_offset = log_offset
         argv = [str(self.binary.mysqld), f"--defaults-file={self.my_cnf}"]
         if self.cpus:
             argv = ["taskset", "-c", ",".join(map(str, self.cpus)), *argv]
@@ -236,7 +259,9 @@ class Sandbox:
         done = self._child.poll()
         if done is None:
             return None
-        return f"server '{self.name}' died ({done.exit_text}): " + self._log_excerpt(0)
+        explained = death_excerpt(tail(self.error_log, 200, self._log_offset))[-3:]
+        why = " | ".join(explained) or f"nothing in {self.error_log} explains it"
+        return f"server '{self.name}' died ({_exit_words(done)}): {why}"
 
     def stop(self, timeout_s: float = 120.0) -> float:
         """SIGTERM and wait (a clean InnoDB shutdown), SIGKILL after ``timeout_s``."""
