@@ -121,3 +121,39 @@ def test_a_crash_reason_quotes_the_error_and_signal_lines() -> None:
         "2026-11-21 22:37:01 0 [ERROR] InnoDB: Write to file ./ib_logfile0 failed",
         "261121 22:37:01 [ERROR] mysqld got signal 6 ;",
     ]
+
+
+# -- 7: a completed run leaves no snapshots folder -------------------------------------------
+
+
+def test_closing_a_managed_server_removes_its_snapshots_folder(tmp_path: Path) -> None:
+    """Finding 7: an empty servers/<name>/snapshots/ was left in every completed run."""
+    from dbrig import ownership
+    from dbrig.scenario import ManagedServer
+    from dbrig.server.binary import ServerBinary
+    from dbrig.server.handles import ManagedServerHandle
+
+    binary = ServerBinary(Path("/usr/sbin/mariadbd"), "mariadb", "10.11.19", "", None, None)
+    home = tmp_path / "servers" / "default"
+    handle = ManagedServerHandle("default", ManagedServer(), binary, home)
+    for name in ("base", "data-0123abcd"):
+        ownership.mark_owned(handle.snapshots / name, role="snapshot")
+    (handle.snapshots / "data-0123abcd.json").write_text("{}")
+    handle.close(keep_data=False)
+    assert not handle.snapshots.exists()
+    assert home.is_dir()
+
+
+def test_closing_keeps_a_snapshots_folder_holding_something_dbrig_did_not_make(
+    tmp_path: Path,
+) -> None:
+    from dbrig.scenario import ManagedServer
+    from dbrig.server.binary import ServerBinary
+    from dbrig.server.handles import ManagedServerHandle
+
+    binary = ServerBinary(Path("/usr/sbin/mariadbd"), "mariadb", "10.11.19", "", None, None)
+    handle = ManagedServerHandle("default", ManagedServer(), binary, tmp_path / "default")
+    handle.snapshots.mkdir(parents=True)
+    (handle.snapshots / "notes.txt").write_text("mine")
+    handle.close(keep_data=False)
+    assert (handle.snapshots / "notes.txt").read_text() == "mine"
