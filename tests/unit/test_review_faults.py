@@ -157,3 +157,62 @@ def test_closing_keeps_a_snapshots_folder_holding_something_dbrig_did_not_make(
     (handle.snapshots / "notes.txt").write_text("mine")
     handle.close(keep_data=False)
     assert (handle.snapshots / "notes.txt").read_text() == "mine"
+
+
+# -- 8 and 12: show and report read the trial folders; an empty run is a valid run ---------
+
+V1_RUN = Path(__file__).parents[1] / "fixtures" / "runs" / "v1" / "small-20261121-235548"
+
+
+def copied_run(tmp_path: Path) -> Path:
+    import shutil
+
+    run = tmp_path / V1_RUN.name
+    shutil.copytree(V1_RUN, run)
+    return run
+
+
+def test_show_and_report_rebuild_from_the_trials_when_results_csv_disagrees(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Finding 8: results.csv cut to its header hid 12 saved trials from show and report."""
+    import pandas as pd
+
+    run = copied_run(tmp_path)
+    csv = run / "results.csv"
+    csv.write_text(csv.read_text().splitlines()[0] + "\n")
+    trials = len(list((run / "trials").glob("*/trial.json")))
+    assert trials == 12
+
+    code, out, err = dbrig(["show", str(run)], capsys)
+    assert code == 0, err
+    assert "no trials saved yet" not in out
+    warned = [r.getMessage() for r in caplog.records if "rebuilt" in r.getMessage()]
+    assert warned and "results.csv lists 0 trials but 12 are saved" in warned[0]
+
+    code, out, err = dbrig(["report", str(run)], capsys)
+    assert code == 0, err
+    by_cell = pd.read_csv(run / "results_by_cell.csv")
+    assert by_cell["trials"].sum() == trials
+
+
+def test_show_and_report_of_a_run_stopped_before_its_first_trial(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Finding 12: a run with no trial saved is a valid, empty run (exit 0)."""
+    import json
+    import shutil
+
+    run = copied_run(tmp_path)
+    shutil.rmtree(run / "trials")
+    (run / "trials").mkdir()
+    (run / "results.csv").unlink()
+    saved = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**saved, "status": "interrupted"}))
+
+    code, out, err = dbrig(["show", str(run)], capsys)
+    assert code == 0, err
+    assert "no trials saved yet" in out
+    code, out, err = dbrig(["report", str(run)], capsys)
+    assert code == 0, err
+    assert (run / "report.html").is_file()

@@ -31,6 +31,7 @@ import contextlib
 import datetime as dt
 import fcntl
 import json
+import logging
 import os
 import shutil
 from collections.abc import Iterator
@@ -44,6 +45,9 @@ from dbrig.errors import ConfigError
 from dbrig.store.model import SavedRun, TrialResult
 from dbrig.store.results import RESULTS_CSV, parquet_safe, results_frame
 from dbrig.util import files
+
+log = logging.getLogger(__name__)
+_said_rebuilt: set[Path] = set()
 
 RUN_JSON = "run.json"
 TRIAL_JSON = "trial.json"
@@ -193,14 +197,31 @@ class RunDir:
             parquet_safe(frame).to_parquet(tmp, index=False)
 
     def results(self) -> pd.DataFrame:
-        """One row per saved trial (empty before the first trial is saved)."""
+        """One row per saved trial (empty before the first trial is saved).
+
+        trial.json is the record: a results.csv whose trials are not the saved ones (cut
+        short by a full disk, edited, or a trial saved a moment ago) is rebuilt from them.
+        """
         path = self.path / RESULTS_CSV
         if not path.exists():
             return results_frame(self.trials().values())
         try:
-            return pd.read_csv(path)
+            frame = pd.read_csv(path)
         except pd.errors.EmptyDataError:  # written empty by an older dbrig
             return results_frame(self.trials().values())
+        saved = self.trial_ids()
+        listed = sorted(frame["trial"].astype(str)) if "trial" in frame else []
+        if listed == saved or not saved:  # no trial folders: a results-only copy of a run
+            return frame
+        if path not in _said_rebuilt:  # once per command, though report reads it twice
+            _said_rebuilt.add(path)
+            log.warning(
+                "%s lists %d trials but %d are saved in trials/: rebuilt from the trial folders",
+                path,
+                len(listed),
+                len(saved),
+            )
+        return results_frame(self.trials().values())
 
 
 def read_trial(folder: Path) -> TrialResult:
