@@ -216,3 +216,27 @@ def test_show_and_report_of_a_run_stopped_before_its_first_trial(
     code, out, err = dbrig(["report", str(run)], capsys)
     assert code == 0, err
     assert (run / "report.html").is_file()
+
+
+# -- 4: the run lock comes first ---------------------------------------------------------------
+
+
+def test_a_refused_resume_changes_nothing_in_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Finding 4: a second --resume wrote status 'running' over 'complete' before the lock
+    refused it."""
+    import json
+
+    from dbrig import store
+
+    run = copied_run(tmp_path)
+    before = (run / "run.json").read_text()
+    assert json.loads(before)["status"] == "complete"
+    with store.RunDir(run).lock():
+        code, out, err = dbrig(["run", "--resume", str(run)], capsys)
+    assert code == 2, err
+    assert "another dbrig" in one_error_line(err)
+    assert "trials ->" not in out + err
+    assert (run / "run.json").read_text() == before
+    assert not (run / "dbrig.log").exists()

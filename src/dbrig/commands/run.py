@@ -6,6 +6,7 @@ with keyword arguments; the click command only adapts flags and exit codes.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
@@ -49,22 +50,27 @@ def run_scenario(
 ) -> RunOutcome:
     """Run every pending trial of a scenario file or a saved run; raises DbrigError."""
     plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed)
-    tools = preflight.preflight(plan, out if run_dir is None else run_dir.path)
-    if run_dir is None:
-        run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
-    else:
-        run_dir.update_saved(status="running")
-    _log_to(run_dir.path / "dbrig.log")
-    trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
-    say = emit or _emit
-    say(f"dbrig: {len(trials)} trials -> {run_dir.path}")
-    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
-        with run_dir.lock():
+        with contextlib.ExitStack() as held:
+            # The lock first: a refused second --resume must not touch the run at all.
+            if run_dir is not None:
+                held.enter_context(run_dir.lock())
+            tools = preflight.preflight(plan, out if run_dir is None else run_dir.path)
+            if run_dir is None:
+                run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
+                held.enter_context(run_dir.lock())
+            else:
+                run_dir.update_saved(status="running")
+            _log_to(run_dir.path / "dbrig.log")
+            trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
+            say = emit or _emit
+            say(f"dbrig: {len(trials)} trials -> {run_dir.path}")
+            signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
             result = runner.Runner(plan, run_dir, tools, keep_data=keep_data, emit=say).execute(
                 trials
             )
     except Interrupted:
+        assert run_dir is not None
         if report:
             _report_after_run(run_dir)
         raise
