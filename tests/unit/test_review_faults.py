@@ -240,3 +240,29 @@ def test_a_refused_resume_changes_nothing_in_the_run(
     assert "trials ->" not in out + err
     assert (run / "run.json").read_text() == before
     assert not (run / "dbrig.log").exists()
+
+
+# -- 9: the password variable never reaches a child ----------------------------------------------
+
+
+def test_the_password_variable_is_not_in_any_childs_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 9: the variable named by password_env was in /proc/<pid>/environ of sysbench."""
+    from dbrig import proc
+    from dbrig.server.external import read_password
+
+    monkeypatch.setenv("DBRIG_TEST_SECRET_PW", "hunter2-secret")
+    monkeypatch.setenv("DBRIG_TEST_HARMLESS", "kept")
+    assert read_password("db", "DBRIG_TEST_SECRET_PW", None) == "hunter2-secret"
+    out = tmp_path / "environ"
+    done = proc.run(["cat", "/proc/self/environ"], timeout_s=30, stdout=out)
+    assert done.returncode == 0
+    environ = out.read_bytes().split(b"\0")
+    assert b"DBRIG_TEST_HARMLESS=kept" in environ
+    assert not any(b"hunter2-secret" in item or b"SECRET_PW" in item for item in environ)
+    # and with an environment of the caller's own
+    done = proc.run(["cat", "/proc/self/environ"], timeout_s=30, stdout=out, env={"X": "1"})
+    assert b"hunter2-secret" not in out.read_bytes()
+    code, text = proc.capture(["env"])
+    assert code == 0 and "hunter2-secret" not in text and "DBRIG_TEST_HARMLESS" in text
