@@ -6,6 +6,7 @@ a real server or a real filesystem are in tests/integration/test_review_faults.p
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
@@ -266,3 +267,30 @@ def test_the_password_variable_is_not_in_any_childs_environment(
     assert b"hunter2-secret" not in out.read_bytes()
     code, text = proc.capture(["env"])
     assert code == 0 and "hunter2-secret" not in text and "DBRIG_TEST_HARMLESS" in text
+
+
+# -- 10: socket folders of dead dbrig processes are removed by the next run ---------------------
+
+
+def test_only_socket_folders_of_dead_dbrig_processes_are_removed(tmp_path: Path) -> None:
+    """Finding 10 (the real SIGKILL is in the integration test): what is removed and what not."""
+    import subprocess
+
+    from dbrig import ownership
+    from dbrig.server.sandbox import remove_orphaned_socket_dirs
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead, live = tmp_path / "dbrig-dead", tmp_path / "dbrig-live"
+    ownership.mark_owned(dead, role="socket", owner_pid=gone.pid)
+    ownership.mark_owned(live, role="socket", owner_pid=os.getpid())
+    unmarked = tmp_path / "dbrig-someone-elses"
+    unmarked.mkdir()
+    datadir_like = tmp_path / "dbrig-datadir"
+    ownership.mark_owned(datadir_like, role="datadir")
+    assert remove_orphaned_socket_dirs(tmp_path) == [dead]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "dbrig-datadir",
+        "dbrig-live",
+        "dbrig-someone-elses",
+    ]

@@ -83,6 +83,35 @@ def _exit_words(done: proc.Finished) -> str:
     return f"killed by signal {sig}"
 
 
+SOCKET_DIR_PREFIX = "dbrig-"
+
+
+def remove_orphaned_socket_dirs(tmp: Path) -> list[Path]:
+    """Remove the socket folders under ``tmp`` that a dbrig now dead left behind (SIGKILL
+    gives it no chance to): only folders marked as dbrig's socket folder, whose owner pid
+    is gone. Returns what was removed."""
+    removed = []
+    for folder in tmp.glob(f"{SOCKET_DIR_PREFIX}*"):
+        mark = ownership.marker(folder)
+        owner = mark.get("owner_pid")
+        if mark.get("role") != "socket" or not isinstance(owner, int) or _alive(owner):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        log.info("removed %s, left by dbrig pid %d", folder, owner)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def tail(path: Path, lines: int, start_offset: int = 0) -> str:
     try:
         with open(path, "rb") as handle:
@@ -125,7 +154,9 @@ class Sandbox:
     @property
     def socket_path(self) -> Path:
         if self._socket_dir is None:
-            self._socket_dir = Path(tempfile.mkdtemp(prefix="dbrig-", dir=_short_tmp()))
+            remove_orphaned_socket_dirs(Path(_short_tmp()))
+            self._socket_dir = Path(tempfile.mkdtemp(prefix=SOCKET_DIR_PREFIX, dir=_short_tmp()))
+            ownership.mark_owned(self._socket_dir, role="socket", owner_pid=os.getpid())
         path = self._socket_dir / "mysqld.sock"
         if len(str(path)) > MAX_SOCKET_PATH:
             raise ConfigError(
