@@ -18,6 +18,7 @@ from tests.integration.helpers import (
     DBRIG,
     TINY_CONFIG,
     only_run_dir,
+    read_json,
     run_dbrig,
     tiny_scenario,
     write_scenario,
@@ -81,3 +82,80 @@ def test_the_socket_folder_of_a_sigkilled_dbrig_is_removed_by_the_resume(
     resumed = run_dbrig("run", "--resume", only_run_dir(out), "--no-report", timeout=180)
     assert resumed.code == 0, resumed.err
     assert list(short_tmp.glob("dbrig-*")) == []
+
+
+def start_dbrig(tmp_path: Path, scenario: dict, *, ignore_sigint: bool = False) -> subprocess.Popen:
+    """``dbrig run`` as a child writing to tmp_path/stdout and tmp_path/stderr; with
+    ``ignore_sigint`` it starts with SIGINT ignored, as a background job of a script does."""
+    path = write_scenario(tmp_path / "scenario.yaml", scenario)
+
+    def ignore() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    with open(tmp_path / "stdout", "w") as stdout, open(tmp_path / "stderr", "w") as stderr:
+        return subprocess.Popen(
+            [str(DBRIG), "run", str(path), "--out", str(tmp_path / "runs")],
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            preexec_fn=ignore if ignore_sigint else None,
+        )
+
+
+def stopped(child: subprocess.Popen, sig: int) -> int:
+    try:
+        child.send_signal(sig)
+        return child.wait(timeout=90)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+@pytest.mark.integration
+def test_sigint_stops_a_run_started_with_sigint_ignored(tmp_path: Path) -> None:
+    """Finding 2: `dbrig run x.yaml &` in a script inherits SIGINT ignored; kill -INT did
+    nothing and the run went on to exit 0."""
+    scenario = tiny_scenario(
+        workload={"sysbench": {**tiny_scenario()["workload"]["sysbench"], "time": 30}}
+    )
+    child = start_dbrig(tmp_path, scenario, ignore_sigint=True)
+    out = tmp_path / "runs"
+    try:
+        wait_for("sysbench running", lambda: sysbench_running_in_a_partial_trial(out), timeout=90)
+    finally:
+        code = stopped(child, signal.SIGINT)
+    err = (tmp_path / "stderr").read_text()
+    assert code == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert read_json(only_run_dir(out) / "run.json")["status"] == "interrupted"
+
+
+@pytest.mark.integration
+def test_sigterm_before_the_first_trial_leaves_an_empty_run_show_and_report_read(
+    tmp_path: Path,
+) -> None:
+    """Finding 12: SIGTERM before the first trial printed a pandas traceback, and show and
+    report of that run exited 70."""
+    child = start_dbrig(tmp_path, tiny_scenario())
+    out = tmp_path / "runs"
+    try:
+        wait_for(
+            "the run to start",
+            lambda: "trials ->" in (tmp_path / "stderr").read_text(),
+            timeout=60,
+            child=child,
+        )
+    finally:
+        code = stopped(child, signal.SIGTERM)
+    err = (tmp_path / "stderr").read_text()
+    assert code == 130, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    run = only_run_dir(out)
+    assert read_json(run / "run.json")["status"] == "interrupted"
+    assert list((run / "trials").glob("*/trial.json")) == []
+    shown = run_dbrig("show", run)
+    assert shown.code == 0 and "no trials saved yet" in shown.out, shown.err
+    reported = run_dbrig("report", run)
+    assert reported.code == 0, reported.err

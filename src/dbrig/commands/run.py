@@ -66,6 +66,8 @@ def run_scenario(
             say = emit or _emit
             say(f"dbrig: {len(trials)} trials -> {run_dir.path}")
             signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+            # Explicitly: a background job of a script starts with SIGINT ignored.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             result = runner.Runner(plan, run_dir, tools, keep_data=keep_data, emit=say).execute(
                 trials
             )
