@@ -60,6 +60,11 @@ class ServerError(DbrigError):
     exit_code = EXIT_RUNTIME
 
 
+class ServerInitError(ServerError):
+    """A managed server could not initialise its datadir: no trial of it can run, so the
+    run stops (exit 3) instead of failing every trial alike."""
+
+
 class ToolError(DbrigError):
     """A benchmark tool failed (non-zero exit, FATAL, timeout)."""
 

@@ -17,6 +17,7 @@ from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
     DBRIG,
     TINY_CONFIG,
+    one_error_line,
     only_run_dir,
     read_json,
     run_dbrig,
@@ -159,3 +160,37 @@ def test_sigterm_before_the_first_trial_leaves_an_empty_run_show_and_report_read
     assert shown.code == 0 and "no trials saved yet" in shown.out, shown.err
     reported = run_dbrig("report", run)
     assert reported.code == 0, reported.err
+
+
+@pytest.mark.integration
+def test_a_server_that_cannot_initialise_fails_the_run_once_with_exit_3(tmp_path: Path) -> None:
+    """Finding 3: a failing mariadb-install-db was retried for every trial (6 identical
+    failures) and the run ended with exit 1."""
+    basedir = tmp_path / "basedir"
+    (basedir / "bin").mkdir(parents=True)
+    (basedir / "bin" / "mariadbd").symlink_to(find_server().mysqld)
+    calls = tmp_path / "install-db-calls"
+    install_db = basedir / "bin" / "mariadb-install-db"
+    install_db.write_text(
+        f"#!/bin/sh\necho called >> {calls}\n"
+        "cat <<'END'\n"
+        'ERROR: 1 Can\'t create/write to file (Errcode: 28 "No space left on device")\n'
+        "END\n"
+        "exit 1\n"
+    )
+    install_db.chmod(0o755)
+    scenario = tiny_scenario(
+        server={"basedir": str(basedir), "config": TINY_CONFIG},
+        matrix={"workload.sysbench.threads": [1, 2]},
+        repeat=2,
+    )
+    path = write_scenario(tmp_path / "noinit.yaml", scenario)
+    out = tmp_path / "runs"
+    result = run_dbrig("run", path, "--out", out, "--no-report", timeout=120)
+    assert result.code == 3, result.err
+    line = one_error_line(result.err.replace(result.err.split("dbrig: error:")[0], ""))
+    assert "initialising the datadir failed" in line and "No space left" in line, line
+    assert calls.read_text().count("called") == 1
+    run = only_run_dir(out)
+    assert read_json(run / "run.json")["status"] == "aborted"
+    assert list((run / "trials").iterdir()) == []

@@ -21,7 +21,7 @@ from typing import Any
 import pymysql
 
 from dbrig import proc, sampling, store
-from dbrig.errors import DbrigError
+from dbrig.errors import DbrigError, ServerInitError
 from dbrig.host.settings import SystemState
 from dbrig.run.commands import (
     DEFAULT_EVENTS_TIMEOUT_S,
@@ -126,6 +126,8 @@ class TrialExecutor:
             requested = dict(getattr(spec, "config", {}) or {})
             self.record.warnings.extend(setting_warnings(requested, self.record.effective_config))
             self._run_workload()
+        except ServerInitError:
+            raise  # every trial of this server would fail alike: the run stops
         except DbrigError as exc:
             self.record.fail(exc.message)
         except (pymysql.err.Error, OSError) as exc:

@@ -25,7 +25,7 @@ import pymysql
 
 from dbrig import ownership, proc
 from dbrig.endpoint import Endpoint
-from dbrig.errors import ConfigError, ServerError
+from dbrig.errors import ConfigError, ServerError, ServerInitError
 from dbrig.server.binary import ServerBinary
 
 log = logging.getLogger(__name__)
@@ -182,7 +182,7 @@ class Sandbox:
         argv = self._initialize_argv()
         done = proc.run(argv, timeout_s=_INIT_TIMEOUT_S, stdout=out, merge_stderr=True)
         if done.returncode != 0 or done.timed_out:
-            raise ServerError(
+            raise ServerInitError(
                 f"server '{self.name}': initialising the datadir failed ({done.exit_text}): "
                 + _first_errors(out)
             )
