@@ -4,9 +4,12 @@ tests/unit/test_review_faults.py."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -194,3 +197,89 @@ def test_a_server_that_cannot_initialise_fails_the_run_once_with_exit_3(tmp_path
     run = only_run_dir(out)
     assert read_json(run / "run.json")["status"] == "aborted"
     assert list((run / "trials").iterdir()) == []
+
+
+# -- 1: a full disk while saving -----------------------------------------------------------------
+
+LEFT_BEHIND = (".*.tmp", "*.restoring", "*.copying", ".*.partial", "datadir.old")
+
+
+@pytest.fixture
+def small_filesystem(tmp_path: Path) -> Iterator[Path]:
+    """A 400 MiB ext4 filesystem, loop-mounted (root only), unmounted whatever happens."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a loop filesystem needs root")
+    image, mount = tmp_path / "fs.img", tmp_path / "mnt"
+    mount.mkdir()
+    subprocess.run(["truncate", "-s", "400M", str(image)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", str(image)], check=True)
+    subprocess.run(["mount", "-o", "loop", str(image), str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        done = subprocess.run(["umount", str(mount)], check=False)
+        if done.returncode != 0:
+            subprocess.run(["umount", "-l", str(mount)], check=False)
+        image.unlink(missing_ok=True)
+
+
+def fill(filesystem: Path) -> Path:
+    """Fill ``filesystem`` to the last block with one file; returns it."""
+    filler = filesystem / "filler"
+    with open(filler, "wb") as handle:
+        free = shutil.disk_usage(filesystem).free
+        with contextlib.suppress(OSError):
+            os.posix_fallocate(handle.fileno(), 0, max(free - 4096, 4096))
+        chunk = b"\0" * 4096
+        with contextlib.suppress(OSError):
+            while True:
+                handle.write(chunk)
+                handle.flush()
+    return filler
+
+
+@pytest.mark.integration
+def test_a_full_results_disk_stops_the_run_with_exit_3_and_resume_finishes_it(
+    tmp_path: Path, small_filesystem: Path
+) -> None:
+    """Finding 1: ENOSPC while saving ended with exit 70 ("internal error (a bug)"), run.json
+    left 'running' and .run.json.tmp, .results.csv.tmp, datadir.restoring behind."""
+    scenario = tiny_scenario(
+        workload={"sysbench": {**tiny_scenario()["workload"]["sysbench"], "time": 8}},
+        repeat=2,
+        out=str(small_filesystem / "runs"),
+    )
+    path = write_scenario(tmp_path / "full.yaml", scenario)
+    out = small_filesystem / "runs"
+    with open(tmp_path / "stderr", "w") as stderr:
+        child = subprocess.Popen(
+            [str(DBRIG), "run", str(path), "--no-report"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
+    try:
+        wait_for("sysbench running", lambda: sysbench_running_in_a_partial_trial(out), timeout=90)
+        filler = fill(small_filesystem)
+        code = child.wait(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    err = (tmp_path / "stderr").read_text()
+    assert code == 3, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    errors = [ln for ln in err.splitlines() if ln.startswith("dbrig: error:")]
+    assert len(errors) == 1, err
+    assert "no space left" in errors[0] and str(small_filesystem) in errors[0], errors[0]
+    run = only_run_dir(out)
+    assert read_json(run / "run.json")["status"] == "aborted"
+    left = [p for pattern in LEFT_BEHIND for p in run.rglob(pattern)]
+    assert left == [], left
+
+    filler.unlink()
+    resumed = run_dbrig("run", "--resume", run, "--no-report", timeout=180)
+    assert resumed.code == 0, resumed.err
+    assert read_json(run / "run.json")["status"] == "complete"
+    assert len(list((run / "trials").glob("*/trial.json"))) == 2

@@ -294,3 +294,50 @@ def test_only_socket_folders_of_dead_dbrig_processes_are_removed(tmp_path: Path)
         "dbrig-live",
         "dbrig-someone-elses",
     ]
+
+
+# -- 1: a full disk while saving (the real filesystem is in the integration test) ----------------
+
+
+def test_an_atomic_write_on_a_full_disk_names_the_filesystem_and_leaves_no_tmp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from dbrig.errors import EXIT_RUNTIME, DiskFull
+    from dbrig.util import files
+
+    target = tmp_path / "results.csv"
+
+    def full(self: Path, text: str, **kwargs: object) -> int:
+        self.write_bytes(b"half")  # what a write cut short leaves
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(DiskFull) as raised:
+        files.write_text_atomic(target, "a,b\n")
+    assert raised.value.exit_code == EXIT_RUNTIME
+    assert "no space left on the filesystem mounted at" in str(raised.value)
+    assert str(files.mount_point(tmp_path)) in str(raised.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_json_says_aborted_even_when_the_disk_has_no_room_for_its_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 1: the clean-up's update of run.json failed too, so it stayed 'running'."""
+    from dbrig import store
+    from dbrig.store import rundir
+    from dbrig.util import files
+
+    run = store.RunDir(copied_run(tmp_path))
+    run.update_saved(status="running")
+
+    def no_room(path: Path, data: object) -> None:
+        raise files.disk_full(path)
+
+    monkeypatch.setattr(rundir.files, "write_json_atomic", no_room)
+    run.update_saved(status="aborted", finished_at="2026-11-23T23:00:00+00:00")
+    monkeypatch.undo()
+    assert run.saved().status == "aborted"
+    assert not list(run.path.glob(".*.tmp"))

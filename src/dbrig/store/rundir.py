@@ -41,7 +41,7 @@ from typing import Any
 import pandas as pd
 
 from dbrig import ownership
-from dbrig.errors import ConfigError
+from dbrig.errors import ConfigError, DiskFull
 from dbrig.store.model import SavedRun, TrialResult
 from dbrig.store.results import RESULTS_CSV, parquet_safe, results_frame
 from dbrig.util import files
@@ -133,7 +133,21 @@ class RunDir:
         return SavedRun.from_json(read_json(path), path)
 
     def write_saved(self, saved: SavedRun) -> None:
-        files.write_json_atomic(self.path / RUN_JSON, saved.to_json())
+        path = self.path / RUN_JSON
+        try:
+            files.write_json_atomic(path, saved.to_json())
+        except DiskFull:
+            # A full disk has no room for the copy; run.json must still say how the run
+            # ended, so overwrite it where it is if its blocks already hold the new text.
+            text = (json.dumps(saved.to_json(), indent=2, default=str) + "\n").encode()
+            if len(text) > path.stat().st_blocks * 512:
+                raise
+            old = path.read_bytes()
+            try:
+                _overwrite(path, text)
+            except OSError:
+                _overwrite(path, old)  # a copy-on-write filesystem: put back what was there
+                raise
 
     def update_saved(self, **changes: Any) -> SavedRun:
         saved = self.saved().replace(**changes)
@@ -222,6 +236,12 @@ class RunDir:
                 len(saved),
             )
         return results_frame(self.trials().values())
+
+
+def _overwrite(path: Path, data: bytes) -> None:
+    with open(path, "r+b") as handle:
+        handle.write(data)
+        handle.truncate()
 
 
 def read_trial(folder: Path) -> TrialResult:
