@@ -197,7 +197,7 @@ def run_command(
     """Run every cell of SCENARIO_FILE and save the results."""
     if dry_run:
         plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed)
-        print_dry_run(plan, out)
+        print_dry_run(plan, resume_dir or out)
         return
     outcome = run_scenario(
         scenario_file,
