@@ -6,6 +6,7 @@ with keyword arguments; the click command only adapts flags and exit codes.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
@@ -57,20 +58,27 @@ def run_scenario(
 ) -> RunOutcome:
     """Run every pending trial of a scenario file or a saved run; raises DbrigError."""
     plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed)
-    say = emit or _emit
-    tools = preflight.preflight(plan, out if run_dir is None else run_dir.path)
-    cache = open_cache(snapshot_cache, snapshot_cache_max, say)
-    image_bytes = _workspace_image(plan, keep_data)
-    if run_dir is None:
-        run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
-    else:
-        run_dir.update_saved(status="running")
-    _log_to(run_dir.path / "dbrig.log")
-    trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
-    say(f"dbrig: {len(trials)} trials -> {run_dir.path}")
-    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
-        with run_dir.lock(), clone_workspace(run_dir.path, image_bytes) as data_root:
+        with contextlib.ExitStack() as held:
+            # The lock first: a refused second --resume must not touch the run at all.
+            if run_dir is not None:
+                held.enter_context(run_dir.lock())
+            say = emit or _emit
+            tools = preflight.preflight(plan, out if run_dir is None else run_dir.path)
+            cache = open_cache(snapshot_cache, snapshot_cache_max, say)
+            image_bytes = _workspace_image(plan, keep_data)
+            if run_dir is None:
+                run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
+                held.enter_context(run_dir.lock())
+            else:
+                run_dir.update_saved(status="running")
+            _log_to(run_dir.path / "dbrig.log")
+            trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
+            say(f"dbrig: {len(trials)} trials -> {run_dir.path}")
+            signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+            # Explicitly: a background job of a script starts with SIGINT ignored.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            data_root = held.enter_context(clone_workspace(run_dir.path, image_bytes))
             result = runner.Runner(
                 plan,
                 run_dir,
@@ -81,6 +89,7 @@ def run_scenario(
                 data_root=data_root,
             ).execute(trials)
     except Interrupted:
+        assert run_dir is not None
         if report:
             _report_after_run(run_dir)
         raise
@@ -197,9 +206,13 @@ def _log_to(path: Path) -> None:
             h.setLevel(max(h.level, logging.WARNING))
 
 
-def print_dry_run(plan: scenario.Plan, out: Path | None = None) -> None:
+def print_dry_run(
+    plan: scenario.Plan, out: Path | None = None, checked_dir: Path | None = None
+) -> None:
     """The cells, the exact commands each would run, the seed, the trial order, and an
-    estimate of the wall time from the runs already saved under ``out``."""
+    estimate of the wall time from the runs already saved under ``out``; refuses first
+    what the real run would refuse on this host (``checked_dir``: where it would write)."""
+    dryrun.check(plan, checked_dir or out)
     for line in dryrun.describe(plan):
         click.echo(line)
     for line in estimate.describe(plan, out or Path(plan.scenario.out)):
@@ -262,7 +275,7 @@ def run_command(
     _say_which_scenario(scenario_file, resume_dir)
     if dry_run:
         plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed)
-        print_dry_run(plan, out)
+        print_dry_run(plan, out, resume_dir)
         return
     outcome = run_scenario(
         scenario_file,

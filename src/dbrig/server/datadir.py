@@ -31,6 +31,7 @@ from dbrig import proc
 from dbrig.errors import ServerError, UnsafePathError
 from dbrig.ownership import mark_owned, remove_owned, require_owned
 from dbrig.server import manifest as mf
+from dbrig.util.files import disk_full
 
 _COPY_TIMEOUT_S = 3600
 _FILES_PER_CP = 500
@@ -53,13 +54,15 @@ def copy_tree(src: Path, dst: Path) -> CopyTiming:
         raise UnsafePathError(f"{dst} exists: refusing to copy over it")
     mark_owned(dst, role="copy")
     started = time.monotonic()
-    done = proc.run(
-        ["cp", "-a", "--reflink=auto", f"{src}/.", str(dst)],
-        timeout_s=_COPY_TIMEOUT_S,
-        stderr=None,
+    code, output = proc.capture(
+        ["cp", "-a", "--reflink=auto", f"{src}/.", str(dst)], timeout_s=_COPY_TIMEOUT_S
     )
-    if done.returncode != 0:
-        raise ServerError(f"copying {src} to {dst} failed (cp {done.exit_text})")
+    if code != 0:
+        remove_owned(dst)  # half a copy is of no use, and on a full disk it holds the space
+        if "No space left on device" in output:
+            raise disk_full(dst)
+        why = "timed out" if code == -1 else f"exit {code}"
+        raise ServerError(f"copying {src} to {dst} failed (cp {why}): {output.strip()[:200]}")
     return CopyTiming(time.monotonic() - started)
 
 

@@ -208,6 +208,8 @@ class ManagedServerHandle:
                     ownership.remove_owned(path)
                 elif path.suffix == ".json":
                     path.unlink()
+            with contextlib.suppress(OSError):  # not empty: something dbrig did not make
+                self.snapshots.rmdir()
 
     # -- snapshots --------------------------------------------------------------------
 
