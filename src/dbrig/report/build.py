@@ -242,6 +242,8 @@ def _environment_facts(data: RunData) -> list[tuple[str, str]]:
     env = data.saved.environment
     host, storage, tools = env.get("host") or {}, env.get("storage") or {}, env.get("tools") or {}
     facts = []
+    if env.get("server"):  # "no server: sysbench cpu needs none"
+        facts.append(("Server", str(env["server"])))
     if host:
         facts += [
             ("Host", str(host.get("hostname", "?"))),
