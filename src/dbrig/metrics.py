@@ -203,7 +203,7 @@ def _sysbench() -> Iterator[Metric]:
         short="err/s",
         per_interval=True,
     )
-    # Headline, but not compared by default: `dbrig compare --metric events_per_s` does.
+    # Compared by default since the hardware tests (issue 9); OLTP runs do not have it.
     yield Metric(
         "events_per_s",
         "event rate",
@@ -214,6 +214,7 @@ def _sysbench() -> Iterator[Metric]:
         fmt=".1f",
         direction=HIGHER,
         headline=True,
+        compared=True,
         short="events/s",
         progress="{} events/s",
         throughput=3,
@@ -265,6 +266,7 @@ def _sysbench_hardware() -> Iterator[Metric]:
         fmt=".1f",
         direction=HIGHER,
         headline=True,
+        compared=True,
         short="MiB/s",
         progress="{} MiB/s",
         throughput=5,
@@ -280,6 +282,7 @@ def _sysbench_hardware() -> Iterator[Metric]:
             fmt=".1f",
             direction=HIGHER,
             headline=True,
+            compared=True,
             short=f"{op}/s",
             per_interval=True,
         )
@@ -293,6 +296,7 @@ def _sysbench_hardware() -> Iterator[Metric]:
             fmt=".2f",
             direction=HIGHER,
             headline=True,
+            compared=True,
             short=f"{op} MiB/s",
             progress=f"{{}} MiB/s {op}",
             per_interval=True,
