@@ -421,7 +421,8 @@ def _threads_over_cores(run: _Run) -> list[RunWarning]:
         test = _sysbench_test(run, cell)
         threads = to_float(run.data.setting(cell, "workload.sysbench.threads")) or 1
         if test in ("cpu", "mutex") and threads > cores:
-            text = f"{test} with {threads:.0f} threads on {cores:.0f} cores"
+            plural = "s" if cores != 1 else ""
+            text = f"{test} with {threads:.0f} threads on {cores:.0f} core{plural}"
             hits.append(_Hit(cell["cell"], cell["label"], text, threads / cores))
     suffix = " (more threads than cores: this measures time-sharing, not per-core speed)"
     return _uniform_or_per_cell(
