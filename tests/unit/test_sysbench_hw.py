@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,7 @@ def test_hardware_run_commands_have_no_database_options(block: dict, tail: list[
 
 
 def test_only_fileio_prepares_and_nothing_cleans_up() -> None:
-    fileio = tool(test="fileio", file_test_mode="seqwr", file_num=4, file_total_size="8M")
+    fileio = tool(test="fileio", file_test_mode="rndwr", file_num=4, file_total_size="8M")
     assert fileio.prepare_argv(NOWHERE, Path("sysbench")) == [
         "sysbench",
         "fileio",
@@ -104,11 +105,33 @@ def test_hardware_tests_need_no_server_and_oltp_does() -> None:
 
 def test_fileio_data_set_is_its_files_not_its_block_size_or_mode() -> None:
     """Checked on 1.0.20: the block size changes no byte of the prepared files."""
-    a = tool(test="fileio", file_test_mode="seqwr", file_total_size="64M", file_block_size="4K")
+    a = tool(test="fileio", file_test_mode="seqrd", file_total_size="64M", file_block_size="4K")
     b = tool(test="fileio", file_test_mode="rndrd", file_total_size="65536K", file_block_size=16384)
-    c = tool(test="fileio", file_test_mode="seqwr", file_total_size="128M")
+    c = tool(test="fileio", file_test_mode="seqrd", file_total_size="128M")
     assert a.data_set_key() == b.data_set_key() != c.data_set_key()
     assert a.space_needed() == 64 * 2**20
+
+
+def test_seqwr_makes_its_own_files_so_it_never_shares_the_prepared_ones() -> None:
+    """Checked on 1.0.20: seqwr truncates the files, and later modes then fail."""
+    seqwr = tool(test="fileio", file_test_mode="seqwr", file_total_size="64M")
+    rndrd = tool(test="fileio", file_test_mode="rndrd", file_total_size="64M")
+    assert seqwr.data_set_key() != rndrd.data_set_key()
+    assert seqwr.prepare_argv(NOWHERE, Path("sysbench")) is None
+    assert rndrd.prepare_argv(NOWHERE, Path("sysbench")) is not None
+
+
+def test_preflight_counts_the_space_of_every_data_set(tmp_path: Path) -> None:
+    from dbrig.run.preflight import _check_work_directories
+
+    free = shutil.disk_usage(tmp_path).free
+    half = f"{free * 6 // 10 // 2**20}M"  # each fits, both do not
+    two = plan(
+        {"test": "fileio", "file_test_mode": "rndrd", "file_total_size": half, "file_num": 1},
+        matrix={"workload.sysbench.file_test_mode": ["rndrd", "seqwr"]},
+    )
+    with pytest.raises(ConfigError, match=r"x\.yaml: workload\.sysbench\.file_total_size: needs"):
+        _check_work_directories(two, tmp_path)
 
 
 # --------------------------------------------------------------------------- validation

@@ -467,6 +467,9 @@ def _factor_plots(
     for number, factor in enumerate(varying[:MAX_FACTOR_CHARTS], start=1):
         others = [f for f in varying if f != factor]
         points = _factor_points(data, drawable, stats, headline, factor, others)
+        # A matrix of blocks may set a factor in some cells only (cpu_max_prime for the cpu
+        # test): its chart shows the cells that have it.
+        points = points[points[factor].notna()]
         series = list(dict.fromkeys(points["series"]))
         shown = series[:MAX_SERIES]
         points = points[points["series"].isin(shown)]

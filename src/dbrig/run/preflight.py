@@ -117,6 +117,7 @@ def _check_reachable(plan: Plan, name: str, spec: ExternalServer) -> None:
 
 def _check_work_directories(plan: Plan, out: Path) -> None:
     """A workload with no server writes into its work directory: writable, with room."""
+    needed: dict[Path, dict[tuple, int]] = {}  # parent -> data set key -> bytes
     for cell in plan.cells:
         workload = workload_for(cell.scenario.workload)
         key = f"workload.{workload.key}.directory" if workload.work_root else "out"
@@ -124,10 +125,12 @@ def _check_work_directories(plan: Plan, out: Path) -> None:
         parent = Path(workload.work_root) if workload.work_root else out
         try:
             check_work_parent(parent, 0, key)
-            if workload.space_needed():
-                check_work_parent(
-                    parent, workload.space_needed(), f"workload.{workload.key}.file_total_size"
-                )
+        except ConfigError as exc:
+            raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
+        needed.setdefault(parent, {})[workload.data_set_key()] = workload.space_needed()
+    for parent, sets in needed.items():
+        try:  # every data set stays until the run ends
+            check_work_parent(parent, sum(sets.values()), "workload.sysbench.file_total_size")
         except ConfigError as exc:
             raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
 

@@ -970,7 +970,9 @@ class SysbenchTool:
             values = hardware_values(self.params)
             size = hw.fileio_total_bytes(values)
             files = values.get("file_num") or hw.FILEIO_DEFAULT_NUM
-            return ("sysbench", "fileio", files, size, self.params.directory)
+            # seqwr truncates and rewrites the files (sysbench_hw docstring): its own folder.
+            kind = "fileio-seqwr" if _creates_its_files(self.params) else "fileio"
+            return ("sysbench", kind, files, size, self.params.directory)
         if self.params.test in hw.TEST_OPTIONS:
             return ("sysbench", self.params.test)  # nothing to prepare
         return ("sysbench", *prepare_key(self.params))
@@ -990,7 +992,8 @@ class SysbenchTool:
             return hw.defines_command(self.params._script_text, command)
         if self.params.test in hw.TEST_OPTIONS:
             # fileio's files are removed with dbrig's own directory, so no cleanup runs.
-            return self.params.test == "fileio" and command == "prepare"
+            fileio = self.params.test == "fileio" and not _creates_its_files(self.params)
+            return fileio and command == "prepare"
         return True
 
     def client_options(self, credentials: Credentials) -> str | None:
@@ -1032,3 +1035,8 @@ def _derives_event_rate(params: SysbenchParams) -> bool:
     its I/O operations, fsyncs included) and scripts. cpu prints one; memory's is MiB/s;
     mutex runs one event per thread, so its result is the time, not a rate."""
     return params.script is not None or params.test in ("threads", "fileio")
+
+
+def _creates_its_files(params: SysbenchParams) -> bool:
+    """seqwr is sysbench's "sequential write (creation) test": it needs no prepare."""
+    return params.test == "fileio" and params.file_test_mode == "seqwr"

@@ -19,6 +19,13 @@ another block size reads them fine, while a run with another total size or file
 count stops with ``FATAL: Size of file 'test_file.0' is 2MiB, but at least 4MiB is
 expected``. So the key is (file_num, file_total_size in bytes, directory): the
 block size, the test mode and the flags change the run, not the files.
+
+Except ``seqwr``, the "sequential write (creation) test": it opens the files
+with truncation and writes them anew (checked on 1.0.20: after a prepare of
+2 x 32 MiB, ``seqwr --events=10`` leaves files of 160 KiB and 0 bytes, and
+every later mode then fails with "Size of file ... is expected"). So seqwr
+cells never share the prepared files: they have a data set of their own,
+with nothing to prepare (seqwr makes its files itself), in a folder of its own.
 """
 
 from __future__ import annotations
