@@ -314,3 +314,13 @@ def test_work_parent_checks(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     with pytest.raises(ConfigError, match="is not a directory"):
         check_work_parent(tmp_path / "file", 1, "workload.sysbench.directory")
+
+
+def test_a_script_that_asks_for_a_driver_gets_a_server_and_connection_options() -> None:
+    script = tool(script=str(FIXTURES / "lua" / "select_one.lua"), threads=2)
+    assert script.needs_server
+    endpoint = Endpoint(user="root", database="sbtest", socket="/tmp/s.sock")
+    argv = script.run_argv(endpoint, Path("sysbench"), 0)
+    assert "--db-driver=mysql" in argv and "--mysql-socket=/tmp/s.sock" in argv
+    assert "--db-ps-mode=auto" in argv
+    assert script.prepare_argv(endpoint, Path("sysbench")) is None  # it defines none

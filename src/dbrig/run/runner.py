@@ -34,7 +34,7 @@ from dbrig.run.datasets import NO_SERVER, AnyHandle
 from dbrig.run.preflight import Toolbox, datadir_device
 from dbrig.run.progress import Progress
 from dbrig.run.trial import TrialContext, TrialExecutor, TrialRecord
-from dbrig.run.workdir import WorkDirHandle
+from dbrig.run.workdir import WorkDirHandle, remove_abandoned
 from dbrig.scenario import ExternalServer, ManagedServer, Plan, Trial
 from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle
 from dbrig.tools.registry import workload_for
@@ -201,6 +201,7 @@ class Runner:
 def start_run(plan: Plan, out: Path | None, tools: Toolbox, now: dt.datetime) -> store.RunDir:
     """Create the run directory and its run.json before the first trial."""
     root = out or Path(plan.scenario.out)
+    remove_abandoned(root)  # work folders of killed runs, whatever this run's workload
     run = store.RunDir.create(root, plan.scenario.name, now)
     (run.path / "scenario.yaml").write_text(yaml.safe_dump(plan.raw, sort_keys=False))
     saved = saved_run(plan, tools, run.path, now)
