@@ -11,6 +11,7 @@ import pytest
 
 from dbrig import proc
 from tests.integration.helpers import (
+    TINY_CONFIG,
     assert_no_partial_trials,
     only_run_dir,
     read_json,
@@ -161,3 +162,21 @@ def test_a_lua_script_runs_its_prepare_and_a_lua_error_fails_its_trial(
     assert kept["source"] == str((bench / "counting.lua").resolve())
     assert len(kept["sha256"]) == 64
     assert_work_folders_removed(tmp_path / "runs")
+
+
+@pytest.mark.integration
+def test_a_lua_script_that_asks_for_a_driver_runs_against_the_managed_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copy(LUA.with_name("select_one.lua"), tmp_path / "select_one.lua")
+    scenario = {
+        "name": "lua-db",
+        "server": {"config": TINY_CONFIG},
+        "workload": {"sysbench": {"script": "select_one.lua", "time": 1, "threads": 2}},
+    }
+    run_dir, _ = run(tmp_path, capsys, scenario)
+    results = pd.read_csv(run_dir / "results.csv")
+    assert list(results["status"]) == ["ok"]
+    assert results.loc[0, "queries_read"] > 0  # sysbench counted the SELECTs it sent
+    meta = read_json(run_dir / "run.json")
+    assert "server" not in meta["environment"] and meta["servers"]["default"]["version"]

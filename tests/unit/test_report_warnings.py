@@ -220,3 +220,10 @@ def test_cpu_and_mutex_with_more_threads_than_cores(
     if warned:
         assert all(f"{test} with 2 threads on 1 core" in w.message for w in found)
         assert "time-sharing, not per-core speed" in found[0].message
+
+
+def test_no_buffer_pool_warning_for_a_script_or_a_hardware_test(tmp_path: Path) -> None:
+    script = hardware_run(tmp_path / "a", {"script": "/x/select_one.lua"}, 8, 2)
+    assert "data_in_buffer_pool" not in by_code(run_warnings(script))
+    cpu = hardware_run(tmp_path / "b", {"test": "cpu"}, 8, 2)
+    assert "data_in_buffer_pool" not in by_code(run_warnings(cpu))

@@ -170,6 +170,8 @@ def _data_in_buffer_pool(run: _Run) -> list[RunWarning]:
         return []
     hits = []
     for cell in run.overview.to_dict("records"):
+        if not str(_sysbench_test(run, cell) or "").startswith("oltp_"):
+            continue  # a hardware test or a Lua script: no sbtest tables to size
         tables = to_float(data.setting(cell, "workload.sysbench.tables"))
         rows = to_float(data.setting(cell, "workload.sysbench.table_size"))
         pool = buffer_pool_bytes(data, cell)
