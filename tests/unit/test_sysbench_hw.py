@@ -324,3 +324,11 @@ def test_a_script_that_asks_for_a_driver_gets_a_server_and_connection_options() 
     assert "--db-driver=mysql" in argv and "--mysql-socket=/tmp/s.sock" in argv
     assert "--db-ps-mode=auto" in argv
     assert script.prepare_argv(endpoint, Path("sysbench")) is None  # it defines none
+
+
+def test_script_takes_tables_when_given_and_refuses_db_keys_it_cannot_use() -> None:
+    db_script = str(FIXTURES / "lua" / "select_one.lua")
+    argv = tool(script=db_script, tables=4).run_argv(NOWHERE, Path("sysbench"), 0)
+    assert "--tables=4" in argv and not any(a.startswith("--table-size") for a in argv)
+    with pytest.raises(ConfigError, match="db_ps_mode: the script never connects"):
+        plan({"script": str(COUNTING), "db_ps_mode": "disable"})

@@ -302,6 +302,11 @@ class SysbenchParams(BaseModel):
                 raise ValueError(f"{wrong[0]}: an option of a hardware test, not of a script")
             # Reading the script is validation, like reading the YAML: the tool stays pure.
             self._script_text = Path(self.script).read_text(errors="replace")
+            db_fields = sorted({"db", "db_ps_mode", "mysql_ignore_errors"} & self.model_fields_set)
+            if db_fields and not hw.script_needs_database(self._script_text):
+                raise ValueError(
+                    f"{db_fields[0]}: the script never connects (no sysbench.sql.driver())"
+                )
             return self
         if self.test not in hw.TEST_OPTIONS:
             wrong = [n for n, v in given.items() if v is not None]
@@ -490,8 +495,23 @@ def _script_command(
         if params.mysql_ignore_errors is not None:
             ignore = _ignore_errors_value(params.mysql_ignore_errors)
             generic.append(f"--mysql-ignore-errors={ignore}")
+    # Scripts built on oltp_common.lua read --tables and --table-size: passed when given.
+    sizes = [
+        f"--{name.replace('_', '-')}={getattr(params, name)}"
+        for name in ("tables", "table_size")
+        if name in params.model_fields_set
+    ]
     options = [f"--{name}={render_option(value, name)}" for name, value in params.options.items()]
-    return [binary, params.script, command, *connection, *generic, *options, *params.extra_args]
+    return [
+        binary,
+        params.script,
+        command,
+        *connection,
+        *generic,
+        *sizes,
+        *options,
+        *params.extra_args,
+    ]
 
 
 def script_needs_server(params: SysbenchParams) -> bool:
@@ -965,7 +985,8 @@ class SysbenchTool:
         if self.params.script is not None:
             digest = hashlib.sha256(self.params._script_text.encode()).hexdigest()
             options = tuple(sorted((k, str(v)) for k, v in self.params.options.items()))
-            return ("sysbench", "script", digest, options, self.params.extra_args)
+            sizes = (self.params.tables, self.params.table_size, self.params.db)
+            return ("sysbench", "script", digest, sizes, options, self.params.extra_args)
         if self.params.test == "fileio":
             values = hardware_values(self.params)
             size = hw.fileio_total_bytes(values)
