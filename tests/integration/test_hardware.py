@@ -98,6 +98,7 @@ def test_every_hardware_test_runs_with_no_server(
         results.loc["fileio", "read_mib_per_s"] >= 0 and results.loc["fileio", "events_per_s"] > 0
     )
     assert "MiB/s" in result.out and "events/s" in result.out
+    assert "no server: sysbench cpu needs none" in (run_dir / "report.html").read_text()
     assert_work_folders_removed(tmp_path / "runs")
 
 
