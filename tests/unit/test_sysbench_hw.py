@@ -332,3 +332,8 @@ def test_script_takes_tables_when_given_and_refuses_db_keys_it_cannot_use() -> N
     assert "--tables=4" in argv and not any(a.startswith("--table-size") for a in argv)
     with pytest.raises(ConfigError, match="db_ps_mode: the script never connects"):
         plan({"script": str(COUNTING), "db_ps_mode": "disable"})
+
+
+def test_a_matrix_mixing_tests_with_and_without_a_server_is_refused() -> None:
+    with pytest.raises(ConfigError, match="sysbench cpu needs no server but sysbench oltp_"):
+        plan({"test": "cpu"}, matrix={"workload.sysbench.test": ["cpu", "oltp_read_only"]})
