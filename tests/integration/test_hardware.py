@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
-from dbrig import proc
+from dbrig import ownership, proc
+from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
+    DBRIG,
     TINY_CONFIG,
     assert_no_partial_trials,
     only_run_dir,
@@ -181,3 +186,51 @@ def test_a_lua_script_that_asks_for_a_driver_runs_against_the_managed_server(
     assert results.loc[0, "queries_read"] > 0  # sysbench counted the SELECTs it sent
     meta = read_json(run_dir / "run.json")
     assert "server" not in meta["environment"] and meta["servers"]["default"]["version"]
+
+
+@pytest.mark.integration
+def test_sigterm_while_fileio_works_removes_its_files(tmp_path: Path) -> None:
+    """Stopped while the files are prepared or used (whichever the signal meets), the
+    work folder goes; a folder left by a killed run goes with the next run."""
+    out = tmp_path / "runs"
+    abandoned = out / ".dbrig-work-999999999"
+    ownership.mark_owned(abandoned, "work directory")  # as if left by a SIGKILLed run
+    scenario = {
+        "name": "fio-term",
+        "workload": {
+            "sysbench": {
+                "test": "fileio",
+                "file_total_size": "256M",
+                "file_num": 4,
+                "file_test_mode": "rndrd",
+                "time": 60,
+            }
+        },
+    }
+    path = write_scenario(tmp_path / "fio.yaml", scenario)
+    with open(tmp_path / "stdout", "w") as stdout, open(tmp_path / "stderr", "w") as stderr:
+        child = subprocess.Popen(
+            [str(DBRIG), "run", str(path), "--out", str(out)],
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+        try:
+            wait_for(
+                "the fileio data set folder",
+                lambda: [
+                    p for p in out.glob(".dbrig-work-*/*") if p.is_dir() and p.parent != abandoned
+                ],
+                timeout=60,
+                child=child,
+            )
+            os.kill(child.pid, signal.SIGTERM)
+            code = child.wait(timeout=60)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    assert code != 0
+    assert "interrupted" in (tmp_path / "stderr").read_text()
+    assert_work_folders_removed(out)
