@@ -337,3 +337,19 @@ def test_script_takes_tables_when_given_and_refuses_db_keys_it_cannot_use() -> N
 def test_a_matrix_mixing_tests_with_and_without_a_server_is_refused() -> None:
     with pytest.raises(ConfigError, match="sysbench cpu needs no server but sysbench oltp_"):
         plan({"test": "cpu"}, matrix={"workload.sysbench.test": ["cpu", "oltp_read_only"]})
+
+
+def test_history_follows_the_runs_throughput_when_no_metric_is_named() -> None:
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from dbrig.commands.history import throughput_of
+
+    def runs(*columns: str) -> list:
+        return [SimpleNamespace(results=pd.DataFrame(columns=list(columns)))]
+
+    assert throughput_of(runs("tps", "events_per_s")) == "tps"
+    assert throughput_of(runs("events_per_s", "read_mib_per_s")) == "events_per_s"
+    assert throughput_of(runs("mib_per_s")) == "mib_per_s"
+    assert throughput_of(runs("latency_avg_ms")) == "tps"  # and history says it is missing
