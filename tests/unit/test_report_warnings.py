@@ -227,3 +227,18 @@ def test_no_buffer_pool_warning_for_a_script_or_a_hardware_test(tmp_path: Path) 
     assert "data_in_buffer_pool" not in by_code(run_warnings(script))
     cpu = hardware_run(tmp_path / "b", {"test": "cpu"}, 8, 2)
     assert "data_in_buffer_pool" not in by_code(run_warnings(cpu))
+
+
+def test_a_cell_without_a_factor_of_another_matrix_block_has_no_nan_in_its_label(
+    tmp_path: Path,
+) -> None:
+    from dbrig.report.data import load_run
+
+    run = copy_run(COMPLETE, tmp_path)
+    meta = json.loads((run / "run.json").read_text())
+    meta["cells"][0]["factors"]["workload.sysbench.cpu_max_prime"] = 2000
+    meta["factors"].append("workload.sysbench.cpu_max_prime")
+    (run / "run.json").write_text(json.dumps(meta))
+    labels = list(load_run(run).cells["label"])
+    assert "cpu_max_prime=2000" in labels[0]
+    assert all("cpu_max_prime" not in label and "nan" not in label for label in labels[1:])
