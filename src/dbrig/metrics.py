@@ -206,17 +206,20 @@ def _sysbench() -> Iterator[Metric]:
         short="err/s",
         per_interval=True,
     )
-    # Headline, but not compared by default: `dbrig compare --metric events_per_s` does.
+    # Compared by default since the hardware tests (issue 9); OLTP runs do not have it.
     yield Metric(
         "events_per_s",
         "event rate",
         "events/s",
         s,
-        "cpu test: events per second",
+        "cpu: its own events per second; threads, fileio (I/O operations) and Lua "
+        "scripts: events over the measured window",
         fmt=".1f",
         direction=HIGHER,
         headline=True,
+        compared=True,
         short="events/s",
+        progress="{} events/s",
         throughput=3,
         per_interval=True,
     )
@@ -251,11 +254,56 @@ def _sysbench() -> Iterator[Metric]:
     yield Metric("operations", "operations", "", s, "memory test: total operations")
     yield Metric("operations_per_s", "operation rate", "ops/s", s, "memory test")
     yield Metric("mib_transferred", "transferred", "MiB", s, "memory test")
-    yield Metric("mib_per_s", "transfer rate", "MiB/s", s, "memory test", per_interval=True)
+    yield from _sysbench_hardware()
+
+
+def _sysbench_hardware() -> Iterator[Metric]:
+    """The hardware tests' own throughputs: headline, so a run that has them shows them."""
+    s = SYSBENCH
+    yield Metric(
+        "mib_per_s",
+        "transfer rate",
+        "MiB/s",
+        s,
+        "memory test",
+        fmt=".1f",
+        direction=HIGHER,
+        headline=True,
+        compared=True,
+        short="MiB/s",
+        progress="{} MiB/s",
+        throughput=5,
+        per_interval=True,
+    )
     for op in ("reads", "writes", "fsyncs"):
-        yield Metric(f"{op}_per_s", f"{op}", "1/s", s, "fileio test", per_interval=True)
-    yield Metric("read_mib_per_s", "read", "MiB/s", s, "fileio test", per_interval=True)
-    yield Metric("written_mib_per_s", "written", "MiB/s", s, "fileio test", per_interval=True)
+        yield Metric(
+            f"{op}_per_s",
+            f"{op}",
+            "1/s",
+            s,
+            f"fileio test: {op} per second",
+            fmt=".1f",
+            direction=HIGHER,
+            headline=True,
+            compared=True,
+            short=f"{op}/s",
+            per_interval=True,
+        )
+    for op in ("read", "written"):
+        yield Metric(
+            f"{op}_mib_per_s",
+            op,
+            "MiB/s",
+            s,
+            f"fileio test: MiB {op} per second",
+            fmt=".2f",
+            direction=HIGHER,
+            headline=True,
+            compared=True,
+            short=f"{op} MiB/s",
+            progress=f"{{}} MiB/s {op}",
+            per_interval=True,
+        )
 
 
 def _derived() -> Iterator[Metric]:

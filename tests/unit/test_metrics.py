@@ -96,6 +96,22 @@ OLD_PROGRESS = (
 )
 
 
+# Issue 9: the hardware tests' throughputs became headline metrics, higher is better.
+HARDWARE_HEADLINE = (
+    "mib_per_s",
+    "reads_per_s",
+    "writes_per_s",
+    "fsyncs_per_s",
+    "read_mib_per_s",
+    "written_mib_per_s",
+)
+OLD_DIRECTIONS = {**OLD_DIRECTIONS, **dict.fromkeys(HARDWARE_HEADLINE, HIGHER)}
+
+
+def without_hardware(metrics: tuple) -> list:
+    return [m for m in metrics if m.name not in HARDWARE_HEADLINE]
+
+
 def old_direction_of(name: str) -> Direction | None:
     key = name.strip().lower()
     if key in OLD_DIRECTIONS:
@@ -141,7 +157,7 @@ def test_throughput_ranks_are_distinct() -> None:
 
 
 def test_terminal_headings_and_formats_are_unchanged() -> None:
-    new = headline(percentile=99)
+    new = without_hardware(headline(percentile=99))
     assert [m.name for m in new] == [c for c, _, _ in OLD_TERMINAL]
     for m, (_, heading, fmt) in zip(new, OLD_TERMINAL, strict=True):
         assert m.terminal_heading == heading.format(pct=99)
@@ -149,7 +165,8 @@ def test_terminal_headings_and_formats_are_unchanged() -> None:
 
 
 def test_report_headings_and_formats_are_unchanged() -> None:
-    assert [(m.name, m.label, m.unit, m.report_format) for m in HEADLINE] == list(OLD_REPORT)
+    old = [(m.name, m.label, m.unit, m.report_format) for m in without_hardware(HEADLINE)]
+    assert old == list(OLD_REPORT)
     assert HEADLINE[0].heading == "TPS (txn/s)"
     assert HEADLINE[0].format(12345.67) == "12,345.7"
     assert HEADLINE[0].format(math.nan) == HEADLINE[0].format(None) == ""
@@ -171,8 +188,9 @@ def test_directions_agree_with_the_old_table_and_rules() -> None:
 
 
 def test_compared_by_default_in_the_old_order() -> None:
-    assert compared() == OLD_COMPARED
-    assert compared(metrics.SYSBENCH) == OLD_COMPARED[:5]
+    hardware = ("events_per_s", *HARDWARE_HEADLINE)  # issue 9: compared when a run has them
+    assert compared() == OLD_COMPARED[:5] + hardware + OLD_COMPARED[5:]
+    assert compared(metrics.SYSBENCH) == OLD_COMPARED[:5] + hardware
     assert compared(metrics.DERIVED) == OLD_COMPARED[5:10]
     assert compared(metrics.MYSQLSLAP) == OLD_COMPARED[10:]
 
@@ -200,8 +218,16 @@ def test_throughput_order() -> None:
         ("queries_per_s", "queries/s"),
         ("events_per_s", "events/s"),
         ("qps", "QPS"),
+        ("mib_per_s", "MiB/s"),
     ]
-    assert [m.name for m in throughput_metrics(per_interval=True)] == ["tps", "events_per_s", "qps"]
+    per_interval = [m.name for m in throughput_metrics(per_interval=True)]
+    assert per_interval == ["tps", "events_per_s", "qps", "mib_per_s"]
+
+
+def test_hardware_throughputs_are_headline_and_higher_is_better() -> None:
+    shown = [m.name for m in headline(set(HARDWARE_HEADLINE))]
+    assert shown == list(HARDWARE_HEADLINE)
+    assert all(direction_of(name) is HIGHER for name in HARDWARE_HEADLINE)
 
 
 def test_format_value_falls_back_to_four_significant_digits() -> None:

@@ -194,3 +194,60 @@ def test_buffer_pool_comes_from_the_factor_when_the_matrix_varies_it(tmp_path: P
 )
 def test_parse_size(value: object, expected: float | None) -> None:
     assert parse_size(value) == expected
+
+
+def hardware_run(tmp_path: Path, block: dict, memory_gib: float, cores: int) -> Path:
+    """The COMPLETE fixture run, its scenario turned into a sysbench hardware test."""
+    run = copy_run(COMPLETE, tmp_path)
+    meta = json.loads((run / "run.json").read_text())
+    meta["scenario"]["workload"] = {"sysbench": {"threads": 1, **block}}
+    meta["environment"]["host"].update(memory_gib=memory_gib, cpu_count=cores)
+    (run / "run.json").write_text(json.dumps(meta))
+    return run
+
+
+def test_fileio_smaller_than_ram_without_direct_measures_the_page_cache(tmp_path: Path) -> None:
+    block = {"test": "fileio", "file_total_size": "64M", "file_test_mode": "rndrd"}
+    found = by_code(run_warnings(hardware_run(tmp_path / "a", block, 8, 2)))["page_cache"]
+    assert len(found) == 1 and found[0].cell is None
+    assert "file_total_size 64.0 MiB < RAM 8.0 GiB in every cell" in found[0].message
+    assert "the page cache is measured, not the disk" in found[0].message
+    direct = {**block, "file_extra_flags": "direct"}
+    assert "page_cache" not in by_code(run_warnings(hardware_run(tmp_path / "b", direct, 8, 2)))
+    big = {**block, "file_total_size": "16G"}
+    assert "page_cache" not in by_code(run_warnings(hardware_run(tmp_path / "c", big, 8, 2)))
+
+
+@pytest.mark.parametrize(("test", "warned"), [("cpu", True), ("mutex", True), ("threads", False)])
+def test_cpu_and_mutex_with_more_threads_than_cores(
+    tmp_path: Path, test: str, warned: bool
+) -> None:
+    """The fixture run varies threads over 1 and 2: on one core, the 2-thread cells warn."""
+    run = hardware_run(tmp_path, {"test": test}, 8, 1)
+    found = by_code(run_warnings(run)).get("threads_over_cores", [])
+    assert bool(found) is warned
+    if warned:
+        assert all(f"{test} with 2 threads on 1 core" in w.message for w in found)
+        assert "time-sharing, not per-core speed" in found[0].message
+
+
+def test_no_buffer_pool_warning_for_a_script_or_a_hardware_test(tmp_path: Path) -> None:
+    script = hardware_run(tmp_path / "a", {"script": "/x/select_one.lua"}, 8, 2)
+    assert "data_in_buffer_pool" not in by_code(run_warnings(script))
+    cpu = hardware_run(tmp_path / "b", {"test": "cpu"}, 8, 2)
+    assert "data_in_buffer_pool" not in by_code(run_warnings(cpu))
+
+
+def test_a_cell_without_a_factor_of_another_matrix_block_has_no_nan_in_its_label(
+    tmp_path: Path,
+) -> None:
+    from dbrig.report.data import load_run
+
+    run = copy_run(COMPLETE, tmp_path)
+    meta = json.loads((run / "run.json").read_text())
+    meta["cells"][0]["factors"]["workload.sysbench.cpu_max_prime"] = 2000
+    meta["factors"].append("workload.sysbench.cpu_max_prime")
+    (run / "run.json").write_text(json.dumps(meta))
+    labels = list(load_run(run).cells["label"])
+    assert "cpu_max_prime=2000" in labels[0]
+    assert all("cpu_max_prime" not in label and "nan" not in label for label in labels[1:])

@@ -89,7 +89,7 @@ def test_metric_directions() -> None:
         assert direction_of(metric) is HIGHER
     for metric in ("latency_avg_ms", "avg_s", "errors_per_s", "kb_written_per_txn"):
         assert direction_of(metric) is LOWER
-    assert len(METRIC_DIRECTIONS) == 15
+    assert len(METRIC_DIRECTIONS) == 21  # 15, then six hardware-test throughputs (issue 9)
 
 
 def test_direction_fallback() -> None:

@@ -21,6 +21,7 @@ from dbrig.commands._common import (
     print_line,
 )
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, DbrigError
+from dbrig.metrics import throughput_metrics
 from dbrig.report.compare_text import format_number
 
 
@@ -33,7 +34,11 @@ from dbrig.report.compare_text import format_number
     help="Scenario whose runs to read (default: the only one in RUNS_DIR).",
 )
 @click.option(
-    "--metric", default="tps", show_default=True, metavar="NAME", help="Metric column to follow."
+    "--metric",
+    default=None,
+    metavar="NAME",
+    help="Metric column to follow (default: the runs' throughput, tps first, else "
+    "queries_per_s, events_per_s, qps, mib_per_s).",
 )
 @click.option(
     "--cell",
@@ -66,7 +71,7 @@ from dbrig.report.compare_text import format_number
 def history_command(
     runs_dir: Path,
     scenario_name: str | None,
-    metric: str,
+    metric: str | None,
     cells: tuple[str, ...],
     png: Path | None,
     threshold: float,
@@ -76,6 +81,7 @@ def history_command(
 ) -> None:
     """Show METRIC per run for every cell of a scenario's runs in RUNS_DIR, oldest first."""
     name, runs = load_scenario_runs(runs_dir, scenario_name)
+    metric = metric or throughput_of(runs)
     found = history.build_history(
         runs,
         metric,
@@ -176,3 +182,9 @@ def _point_text(point: history.Point, step, found: history.History) -> Text:
     bad = found.is_bad(step)
     marker = "▼ " if step.after_mean < step.before_mean else "▲ "
     return Text(marker + text, style="bold red" if bad else ("green" if bad is False else "bold"))
+
+
+def throughput_of(runs: list[RunInput]) -> str:
+    """The first throughput measure the runs have (a hardware test has no tps)."""
+    columns = {c for run in runs for c in run.results.columns}
+    return next((m.name for m in throughput_metrics() if m.name in columns), "tps")

@@ -246,6 +246,8 @@ def _environment_facts(data: RunData) -> list[tuple[str, str]]:
     env = data.saved.environment
     host, storage, tools = env.get("host") or {}, env.get("storage") or {}, env.get("tools") or {}
     facts = []
+    if env.get("server"):  # "no server: sysbench cpu needs none"
+        facts.append(("Server", str(env["server"])))
     if host:
         facts += [
             ("Host", str(host.get("hostname", "?"))),
@@ -469,6 +471,9 @@ def _factor_plots(
     for number, factor in enumerate(varying[:MAX_FACTOR_CHARTS], start=1):
         others = [f for f in varying if f != factor]
         points = _factor_points(data, drawable, stats, headline, factor, others)
+        # A matrix of blocks may set a factor in some cells only (cpu_max_prime for the cpu
+        # test): its chart shows the cells that have it.
+        points = points[points[factor].notna()]
         series = list(dict.fromkeys(points["series"]))
         shown = series[:MAX_SERIES]
         points = points[points["series"].isin(shown)]

@@ -125,9 +125,12 @@ def _cells_frame(
             )
     # The matrix key "server" is a factor and the "server" column at once.
     cells = pd.DataFrame(rows, columns=list(dict.fromkeys(["cell", "server", *factors])))
+    # From the rows, not the frame: a matrix of blocks leaves a cell without the factors of
+    # the other blocks, and its label should not say "cpu_max_prime=nan".
     cells["label"] = [
-        " ".join(f"{labels[f]}={plain_value(row[f])}" for f in factors) or "(single cell)"
-        for row in cells.to_dict("records")
+        " ".join(f"{labels[f]}={plain_value(row[f])}" for f in factors if f in row)
+        or "(single cell)"
+        for row in rows
     ]
     cells["planned"] = cells["cell"].map(_planned_per_cell(saved)).fillna(0).astype(int)
     return cells.sort_values("cell", kind="stable").reset_index(drop=True)

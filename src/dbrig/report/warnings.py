@@ -23,6 +23,9 @@ steal                     CPU steal above 5 % (mean over the cell's repetitions)
 sampler_overhead          the samplers' own CPU (``sampler_cpu_pct``) above 1 % of a core
 peak_not_reached          a concurrency sweep whose largest N is below the N* of its USL fit
                           (:mod:`dbrig.report.scaling`): the peak lies beyond the sweep
+page_cache                sysbench fileio ``file_total_size`` under the host's RAM without
+                          ``file_extra_flags: direct``
+threads_over_cores        sysbench cpu or mutex with more threads than the host's cores
 ========================  ==================================================================
 """
 
@@ -117,6 +120,8 @@ def compute_warnings(data: RunData, overview: pd.DataFrame, stats: CellStats) ->
         _steal,
         _sampler_overhead,
         _peak_not_reached,
+        _page_cache,
+        _threads_over_cores,
     ]
     found: list[RunWarning] = []
     for check in checks:
@@ -174,6 +179,8 @@ def _data_in_buffer_pool(run: _Run) -> list[RunWarning]:
         return []
     hits = []
     for cell in run.overview.to_dict("records"):
+        if not str(_sysbench_test(run, cell) or "").startswith("oltp_"):
+            continue  # a hardware test or a Lua script: no sbtest tables to size
         tables = to_float(data.setting(cell, "workload.sysbench.tables"))
         rows = to_float(data.setting(cell, "workload.sysbench.table_size"))
         pool = buffer_pool_bytes(data, cell)
@@ -424,3 +431,54 @@ def _mib(size: float) -> str:
     if size >= 2**30:
         return f"{size / 2**30:.1f} GiB"
     return f"{size / 2**20:.1f} MiB"
+
+
+# --------------------------------------------------------------------------- hardware tests
+
+
+def _page_cache(run: _Run) -> list[RunWarning]:
+    """fileio on files that fit in RAM measures the page cache unless O_DIRECT skips it."""
+    memory_gib = to_float((run.data.saved.environment.get("host") or {}).get("memory_gib"))
+    if run.data.workload_tool != "sysbench" or not memory_gib:
+        return []
+    hits = []
+    for cell in run.overview.to_dict("records"):
+        if _sysbench_test(run, cell) != "fileio":
+            continue
+        if run.data.setting(cell, "workload.sysbench.file_extra_flags") == "direct":
+            continue
+        size = parse_size(run.data.setting(cell, "workload.sysbench.file_total_size") or "2G")
+        ram = memory_gib * 2**30
+        if size is not None and size < ram:
+            text = f"file_total_size {_mib(size)} < RAM {_mib(ram)}"
+            hits.append(_Hit(cell["cell"], cell["label"], text, ram / max(size, 1)))
+    suffix = (
+        " without file_extra_flags: direct: the page cache is measured, not the disk; "
+        "use direct or files larger than RAM"
+    )
+    return _uniform_or_per_cell("page_cache", hits, run.n_cells, suffix, "fileio fits in RAM")
+
+
+def _threads_over_cores(run: _Run) -> list[RunWarning]:
+    """cpu and mutex answer a per-core question; more threads than cores time-share them."""
+    cores = to_float((run.data.saved.environment.get("host") or {}).get("cpu_count"))
+    if run.data.workload_tool != "sysbench" or not cores:
+        return []
+    hits = []
+    for cell in run.overview.to_dict("records"):
+        test = _sysbench_test(run, cell)
+        threads = to_float(run.data.setting(cell, "workload.sysbench.threads")) or 1
+        if test in ("cpu", "mutex") and threads > cores:
+            plural = "s" if cores != 1 else ""
+            text = f"{test} with {threads:.0f} threads on {cores:.0f} core{plural}"
+            hits.append(_Hit(cell["cell"], cell["label"], text, threads / cores))
+    suffix = " (more threads than cores: this measures time-sharing, not per-core speed)"
+    return _uniform_or_per_cell(
+        "threads_over_cores", hits, run.n_cells, suffix, "more threads than cores"
+    )
+
+
+def _sysbench_test(run: _Run, cell: dict[str, Any]) -> str | None:
+    if run.data.setting(cell, "workload.sysbench.script"):
+        return None
+    return run.data.setting(cell, "workload.sysbench.test")

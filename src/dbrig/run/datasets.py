@@ -20,11 +20,15 @@ from pathlib import Path
 from dbrig import proc
 from dbrig.endpoint import Endpoint
 from dbrig.errors import ToolError
+from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import ExternalServer, ManagedServer
 from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle, ServerHandle
 from dbrig.tools.base import WorkloadTool
 
+AnyHandle = ServerHandle | WorkDirHandle
+
 PREPARE_TIMEOUT_S = 3600
+NO_SERVER = "none"  # the handle's name when the workload needs no server
 
 
 def data_set_id(workload: WorkloadTool) -> tuple[tuple, str]:
@@ -33,7 +37,7 @@ def data_set_id(workload: WorkloadTool) -> tuple[tuple, str]:
     return key, hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()[:12]
 
 
-def client_endpoint(server: ServerHandle, workload: WorkloadTool) -> Endpoint:
+def client_endpoint(server: AnyHandle, workload: WorkloadTool) -> Endpoint:
     """Where ``workload`` connects, its password (if any) in its own 0600 option file."""
     if isinstance(server, ExternalServerHandle):
         options = workload.client_options(server.credentials())
@@ -76,7 +80,7 @@ def prepared_before_every_trial(spec: ManagedServer | ExternalServer) -> bool:
 
 
 def ready_for_trial(
-    server: ServerHandle,
+    server: AnyHandle,
     workload: WorkloadTool,
     spec: ManagedServer | ExternalServer,
     binary: Path,
@@ -84,6 +88,10 @@ def ready_for_trial(
     clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, float]:
     """The server started (or reached) with the workload's data in place; the timings."""
+    if isinstance(server, WorkDirHandle):
+        timings = _ready_workdir(server, workload, binary, clock)
+        before_start()
+        return timings
     if isinstance(server, ManagedServerHandle):
         assert isinstance(spec, ManagedServer)
         return _ready_managed(server, workload, spec, binary, before_start)
@@ -144,9 +152,24 @@ def _ready_external(
     return {"reset_s": clock() - started}
 
 
-def run_prepare(name: str, argv: list[str], out: Path) -> None:
+def _ready_workdir(
+    handle: WorkDirHandle, workload: WorkloadTool, binary: Path, clock: Callable[[], float]
+) -> dict[str, float]:
+    """No server: the data set is a folder, prepared once (fileio's files) and reused."""
+    _, digest = data_set_id(workload)
+    folder = handle.data_set_folder(workload.work_root, digest)
+    argv = workload.prepare_argv(handle.endpoint(workload.database), binary)
+
+    def prepare(cwd: Path) -> None:
+        if argv:
+            run_prepare(handle.name, argv, cwd.parent / f"{digest}.prepare.out", cwd=cwd)
+
+    return handle.prepare(folder, prepare, clock)
+
+
+def run_prepare(name: str, argv: list[str], out: Path, cwd: Path | None = None) -> None:
     """Run a workload's prepare or cleanup; a failure is one line from its output."""
-    done = proc.run(argv, timeout_s=PREPARE_TIMEOUT_S, stdout=out, merge_stderr=True)
+    done = proc.run(argv, timeout_s=PREPARE_TIMEOUT_S, stdout=out, merge_stderr=True, cwd=cwd)
     if done.returncode == 0 and not done.timed_out:
         return
     text = out.read_text(errors="replace") if out.exists() else ""
@@ -157,4 +180,5 @@ def run_prepare(name: str, argv: list[str], out: Path) -> None:
         detail = done.exit_text
     if done.timed_out:
         detail = f"did not finish within {PREPARE_TIMEOUT_S} s"
-    raise ToolError(f"server '{name}': preparing the data failed: {detail}")
+    what = "no server" if name == NO_SERVER else f"server '{name}'"
+    raise ToolError(f"{what}: preparing the data failed: {detail}")

@@ -44,6 +44,9 @@ def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
         endpoint = cell_endpoint(plan, cell)
         commands = trial_commands(cell.scenario, endpoint, workload_binary, interference_binaries)
         yield f"{cell.id} [{cell.server}] {cell.label(short_names)}"
+        if not commands.workload.needs_server:
+            where = commands.workload.work_root or "beside the run directory"
+            yield f"  no server: {commands.workload.title} needs none (works in a folder {where})"
         yield from _prepare_lines(cell, commands.workload, endpoint, workload_binary, loads)
         yield "  run: " + " ".join(proc.redact(commands.argv))
         for interference in commands.interference:

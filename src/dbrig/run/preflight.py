@@ -16,6 +16,7 @@ from dbrig.errors import ConfigError, ToolMissing
 from dbrig.host import probe
 from dbrig.host import settings as host_settings
 from dbrig.run.commands import trial_commands
+from dbrig.run.workdir import check_work_parent
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary, find_server
 from dbrig.server.external import ExternalConnection
@@ -77,7 +78,10 @@ def check_host(
     except ConfigError as exc:  # the drivers know the key, not the file
         raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
     servers: dict[str, ServerBinary] = {}
-    for name in sorted({c.server for c in plan.cells}):
+    needs_server = workload_for(plan.scenario.workload).needs_server
+    if not needs_server:
+        _check_work_directories(plan, out or Path(plan.scenario.out))
+    for name in sorted({c.server for c in plan.cells} if needs_server else ()):
         spec = plan.scenario.server_specs[name]
         if isinstance(spec, ManagedServer):
             binary = _server_binary(plan, spec, strict)
@@ -137,8 +141,31 @@ def _check_reachable(plan: Plan, name: str, spec: ExternalServer) -> None:
         raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
 
 
+def _check_work_directories(plan: Plan, out: Path) -> None:
+    """A workload with no server writes into its work directory: writable, with room."""
+    needed: dict[Path, dict[tuple, int]] = {}  # parent -> data set key -> bytes
+    for cell in plan.cells:
+        workload = workload_for(cell.scenario.workload)
+        key = f"workload.{workload.key}.directory" if workload.work_root else "out"
+        # The run directory is made inside ``out``; the work folder goes beside it.
+        parent = Path(workload.work_root) if workload.work_root else out
+        try:
+            check_work_parent(parent, 0, key)
+        except ConfigError as exc:
+            raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
+        needed.setdefault(parent, {})[workload.data_set_key()] = workload.space_needed()
+    for parent, sets in needed.items():
+        try:  # every data set stays until the run ends
+            check_work_parent(parent, sum(sets.values()), "workload.sysbench.file_total_size")
+        except ConfigError as exc:
+            raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
+
+
 def _check_system(plan: Plan, out: Path) -> None:
     wanted = [c.scenario.system for c in plan.cells]
+    workload = workload_for(plan.scenario.workload)
+    if not workload.needs_server and workload.work_root:
+        out = Path(workload.work_root)
     if any(s.active for s in wanted):
         try:
             host_settings.check(wanted, datadir_device(out))

@@ -16,6 +16,7 @@ resumable with ``dbrig run --resume``.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,12 +30,16 @@ from dbrig.host import probe
 from dbrig.host import settings as host_settings
 from dbrig.metrics import progress_line
 from dbrig.run.commands import DEFAULT_EVENTS_TIMEOUT_S
+from dbrig.run.datasets import NO_SERVER, AnyHandle
 from dbrig.run.preflight import Toolbox, datadir_device
 from dbrig.run.progress import Progress
 from dbrig.run.trial import TrialContext, TrialExecutor, TrialRecord
+from dbrig.run.workdir import WorkDirHandle, remove_abandoned
 from dbrig.scenario import ExternalServer, ManagedServer, Plan, Trial
 from dbrig.server.cache import SnapshotCache
-from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle, ServerHandle
+from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle
+from dbrig.tools.registry import workload_for
+from dbrig.util import files as util_files
 
 log = logging.getLogger(__name__)
 
@@ -69,11 +74,11 @@ class Runner:
         self.snapshot_cache = snapshot_cache
         self.data_root = data_root  # a clone workspace's servers/ folder, if any
         self.emit = emit
-        self.servers: dict[str, ServerHandle] = {}
+        self.servers: dict[str, AnyHandle] = {}
         self._servers_saved = set(run.saved().servers)
         self.results: store.ResultsLog | None = None
         self.short_names = plan.short_names()
-        device = datadir_device(run.path)
+        device = datadir_device(data_location(plan, run.path))
         uses_system = any(c.scenario.system.active for c in plan.cells)
         self.context = TrialContext(
             workload_binary=tools.workload,
@@ -83,7 +88,11 @@ class Runner:
             events_timeout_s=events_timeout_s,
         )
 
-    def _server(self, name: str) -> ServerHandle:
+    def _server(self, name: str) -> AnyHandle:
+        if not workload_for(self.plan.scenario.workload).needs_server:
+            if NO_SERVER not in self.servers:
+                self.servers[NO_SERVER] = WorkDirHandle(NO_SERVER, self.run.path.parent)
+            return self.servers[NO_SERVER]
         if name not in self.servers:
             spec = self.plan.scenario.server_specs[name]
             home = self.run.path / "servers" / name
@@ -166,7 +175,7 @@ class Runner:
         """Stop and clean up everything, each step whatever happens to the others: a second
         Ctrl-C during a slow server shutdown must not skip the rest."""
         keep = self.keep_data or ended != "complete"
-        if ended == "complete":
+        if ended == "complete" and workload_for(self.plan.scenario.workload).needs_server:
             # A resumed run may not have touched every managed server: clean them all up.
             for name, spec in self.plan.scenario.server_specs.items():
                 if isinstance(spec, ManagedServer) and name in self.tools.servers:
@@ -200,10 +209,40 @@ class Runner:
 def start_run(plan: Plan, out: Path | None, tools: Toolbox, now: dt.datetime) -> store.RunDir:
     """Create the run directory and its run.json before the first trial."""
     root = out or Path(plan.scenario.out)
+    remove_abandoned(root)  # work folders of killed runs, whatever this run's workload
     run = store.RunDir.create(root, plan.scenario.name, now)
     (run.path / "scenario.yaml").write_text(yaml.safe_dump(plan.raw, sort_keys=False))
-    run.write_saved(saved_run(plan, tools, run.path, now))
+    saved = saved_run(plan, tools, run.path, now)
+    inputs = keep_inputs(plan, run.path)
+    if inputs:
+        saved = saved.replace(environment={**saved.environment, "inputs": inputs})
+    run.write_saved(saved)
     return run
+
+
+def keep_inputs(plan: Plan, run_path: Path) -> dict[str, dict[str, str]]:
+    """Copy the files the workload reads (a Lua script) into ``inputs/`` of the run; for
+    run.json, each copy's source path and sha256, by its name in the run directory."""
+    kept: dict[str, dict[str, str]] = {}
+    for cell in plan.cells:
+        for source in workload_for(cell.scenario.workload).inputs().values():
+            data = source.read_bytes()
+            digest = hashlib.sha256(data).hexdigest()
+            name = f"{digest[:12]}-{source.name}"
+            if name not in kept:
+                (run_path / "inputs").mkdir(exist_ok=True)
+                util_files.write_bytes_atomic(run_path / "inputs" / name, data)
+                kept[name] = {"source": str(source), "sha256": digest}
+    return kept
+
+
+def data_location(plan: Plan, run_path: Path) -> Path:
+    """Where the data lives: the datadirs (in the run directory) or, for a workload that
+    needs no server, its work directory (fileio's ``directory``, else beside the run)."""
+    workload = workload_for(plan.scenario.workload)
+    if workload.needs_server:
+        return run_path
+    return Path(workload.work_root) if workload.work_root else run_path.parent
 
 
 def saved_run(plan: Plan, tools: Toolbox, path: Path, now: dt.datetime) -> store.SavedRun:
@@ -221,6 +260,7 @@ def saved_run(plan: Plan, tools: Toolbox, path: Path, now: dt.datetime) -> store
         cells=tuple(store.CellPlan(c.id, c.server, c.factor_dict) for c in plan.cells),
         trials=tuple(t.id for t in plan.trials),
         environment={
+            **_no_server_note(plan),
             "host": probe.host(),
             "storage": probe.storage(path),
             "tools": tools.versions(),
@@ -239,3 +279,10 @@ def pending_trials(plan: Plan, run: store.RunDir, *, retry_failed: bool) -> list
         if result is None or (retry_failed and not result.ok):
             pending.append(by_id[trial_id])
     return pending
+
+
+def _no_server_note(plan: Plan) -> dict[str, str]:
+    workload = workload_for(plan.scenario.workload)
+    if workload.needs_server:
+        return {}
+    return {"server": f"no server: {workload.title} needs none"}

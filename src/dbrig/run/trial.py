@@ -29,10 +29,11 @@ from dbrig.run.commands import (
     TrialCommands,
     trial_commands,
 )
-from dbrig.run.datasets import client_endpoint, ready_for_trial
+from dbrig.run.datasets import AnyHandle, client_endpoint, ready_for_trial
 from dbrig.run.interference import InterferenceRun
+from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, Trial
-from dbrig.server.handles import ServerHandle, setting_warnings
+from dbrig.server.handles import setting_warnings
 from dbrig.tools.base import Outcome
 from dbrig.tools.registry import workload_for
 from dbrig.util.files import disk_full, is_disk_full
@@ -98,7 +99,7 @@ class TrialExecutor:
     """Runs one trial against a started server and records everything in ``folder``."""
 
     def __init__(
-        self, context: TrialContext, server: ServerHandle, trial: Trial, folder: Path
+        self, context: TrialContext, server: AnyHandle, trial: Trial, folder: Path
     ) -> None:
         self.context = context
         self.server = server
@@ -166,7 +167,9 @@ class TrialExecutor:
         out = self.folder / "workload.out"
         samplers_on = self._samplers(warmup, pinned)
         with self._interfering(commands) as running, samplers_on as samplers:
-            child = proc.spawn(commands.argv, stdout=out, merge_stderr=True)
+            # sysbench fileio reads and writes its files in its working directory.
+            cwd = self.server.cwd if isinstance(self.server, WorkDirHandle) else None
+            child = proc.spawn(commands.argv, stdout=out, merge_stderr=True, cwd=cwd)
             self._workload_pid = child.pid
             finished, abort = self._watch(child, timeout, running, samplers)
             # The tool may notice first ("lost connection"); the cause is the server's death.
@@ -258,20 +261,27 @@ class TrialExecutor:
             processes=roles,
             devices=cfg.devices or self.context.devices,
         )
-        conn = self.server.connect()
-        status = sampling.StatusSampler(
-            self.folder, timing=timing, fetch=lambda: _global_status(conn)
-        )
-        host.start()
-        status.start()
+        samplers: list = [host]
+        conn = None
+        if not isinstance(self.server, WorkDirHandle):  # no server, no SHOW GLOBAL STATUS
+            conn = self.server.connect()
+            status_conn = conn
+            samplers.append(
+                sampling.StatusSampler(
+                    self.folder, timing=timing, fetch=lambda: _global_status(status_conn)
+                )
+            )
+        for sampler in samplers:
+            sampler.start()
         try:
-            yield [host, status]
+            yield samplers
         finally:
-            host.stop()
-            status.stop()
-            with contextlib.suppress(Exception):
-                conn.close()
-        for sampler in (host, status):
+            for sampler in samplers:
+                sampler.stop()
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
+        for sampler in samplers:
             if sampler.failure is not None and is_disk_full(sampler.failure):
                 raise disk_full(self.folder) from sampler.failure
         self.record.metrics.update(sampling.summarize_cell(self.folder, pinned_cores=pinned_cores))

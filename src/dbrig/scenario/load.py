@@ -14,8 +14,9 @@ from typing import Any
 import yaml
 
 from dbrig.errors import ConfigError
-from dbrig.scenario.matrix import Plan, check_path, expand, matrix_blocks
+from dbrig.scenario.matrix import Cell, Plan, check_path, expand, matrix_blocks
 from dbrig.scenario.validate import validate
+from dbrig.tools.registry import workload_for
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -107,9 +108,23 @@ def plan_from_dict(
             for p in paths:
                 check_path(p, raw, source)
     cells = expand(raw, blocks, scenario, source)
+    _refuse_mixed_server_needs(cells, source)
     names = tuple(dict.fromkeys(k for c in cells for k, _ in c.factors))
     if seed is None:
         seed = scenario.seed
     if seed is None:
         seed = random.SystemRandom().randrange(2**31)
     return Plan(scenario, raw, source, tuple(cells), names, seed)
+
+
+def _refuse_mixed_server_needs(cells: list[Cell], source: str) -> None:
+    """One run either starts servers or starts none: its cells must agree."""
+    needs: dict[bool, str] = {}
+    for cell in cells:
+        tool = workload_for(cell.scenario.workload)
+        needs.setdefault(tool.needs_server, tool.title)
+    if len(needs) > 1:
+        raise ConfigError(
+            f"{source}: matrix: {needs[False]} needs no server but {needs[True]} needs one; "
+            "put them in two scenarios"
+        )

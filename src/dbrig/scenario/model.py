@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from dbrig.host.settings import SystemSettings
-from dbrig.tools.registry import INTERFERENCE_TOOLS, WORKLOAD_TOOLS, field_name
+from dbrig.tools.registry import INTERFERENCE_TOOLS, WORKLOAD_TOOLS, field_name, workload_for
 from dbrig.util.units import parse_size
 
 Scalar = str | int | float | bool | None
@@ -186,6 +186,11 @@ class Scenario(_Frozen):
             raise ValueError("give 'server' or 'servers', not both")
         if self.servers is not None and not self.servers:
             raise ValueError("'servers' names no server")
+        tool = workload_for(self.workload)
+        if not tool.needs_server and (self.server is not None or self.servers is not None):
+            # Refused rather than ignored: settings the user wrote would silently do nothing.
+            key = "server" if self.server is not None else "servers"
+            raise ValueError(f"{key}: {tool.title} needs no server; remove the {key} block")
         return self
 
     @property

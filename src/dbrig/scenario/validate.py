@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,7 +16,9 @@ from dbrig.scenario.model import Scenario
 
 def validate(raw: Mapping[str, Any], source: str, context: str = "") -> Scenario:
     try:
-        return Scenario.model_validate(_with_default_kinds(raw))
+        return Scenario.model_validate(
+            _with_default_kinds(raw), context={"base_dir": _folder_of(source)}
+        )
     except ValidationError as exc:
         raise ConfigError(f"{source}: {context}{describe_error(exc)}") from None
     except ConfigError as exc:  # a driver's cross-field check, already naming its key
@@ -32,3 +35,10 @@ def _with_default_kinds(raw: Mapping[str, Any]) -> dict[str, Any]:
             if isinstance(spec, dict):
                 spec.setdefault("kind", "managed")
     return data
+
+
+def _folder_of(source: str) -> Path | None:
+    """Paths in a scenario (a Lua script) are relative to its file; None for a mapping
+    that came from no file (then they are relative to the working directory)."""
+    path = Path(source)
+    return path.parent if path.is_file() else None

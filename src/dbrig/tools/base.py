@@ -71,6 +71,31 @@ class WorkloadTool(Protocol):
         """The schema the tool works in (created before prepare)."""
         ...
 
+    @property
+    def title(self) -> str:
+        """What runs, in a few words (``sysbench cpu``), for run.json and the report."""
+        ...
+
+    @property
+    def needs_server(self) -> bool:
+        """False for a workload that never connects (sysbench cpu): the run starts no
+        server; prepare and run work in a dbrig-owned directory instead (their cwd)."""
+        ...
+
+    @property
+    def work_root(self) -> str | None:
+        """Where that directory goes when the user names one (fileio's ``directory``);
+        None: beside the run directory, on its filesystem."""
+        ...
+
+    def space_needed(self) -> int:
+        """Bytes its prepare writes into the work directory (checked before the run)."""
+        ...
+
+    def inputs(self) -> dict[str, Path]:
+        """Files the workload reads (a Lua script) that the run directory keeps a copy of."""
+        ...
+
     def metrics(self) -> tuple[Metric, ...]:
         """The metric columns it produces (entries of :mod:`dbrig.metrics`)."""
         ...

@@ -748,6 +748,24 @@ class MysqlslapTool:
         return produced_by(self.key)
 
     @property
+    def title(self) -> str:
+        return "mysqlslap"
+
+    @property
+    def needs_server(self) -> bool:
+        return True
+
+    @property
+    def work_root(self) -> str | None:
+        return None
+
+    def space_needed(self) -> int:
+        return 0
+
+    def inputs(self) -> dict[str, Path]:
+        return {}
+
+    @property
     def database(self) -> str:
         return self.params.create_schema
 

@@ -81,6 +81,7 @@ What ``parse(text)`` returns (:class:`SysbenchResult`)
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -88,12 +89,22 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
 from dbrig.metrics import Metric, produced_by
+from dbrig.tools import sysbench_hw as hw
 from dbrig.tools.base import Outcome, ToolInfo
+from dbrig.util.units import parse_size
 
 INFO = ToolInfo(name="sysbench", binaries=("sysbench",), package="sysbench")
 
@@ -145,6 +156,10 @@ RESERVED_OPTIONS = frozenset(
         "mysql_socket",
     }
 )
+# Fields of the OLTP scripts that a hardware test does not take.
+OLTP_ONLY_FIELDS = frozenset(
+    {"tables", "table_size", "db", "db_ps_mode", "mysql_ignore_errors", "options"}
+)
 FORBIDDEN_EXTRA_ARGS = ("--mysql-password", "--mysql_password", "--config-file", "--config_file")
 OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 ERROR_CODE = re.compile(r"^[A-Za-z0-9_]+$")
@@ -156,7 +171,9 @@ class SysbenchParams(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    test: OltpTest = Field("oltp_read_write", description="Bundled OLTP Lua test to run.")
+    test: OltpTest | hw.HardwareTest = Field(
+        "oltp_read_write", description="Bundled OLTP Lua test or hardware test to run."
+    )
     tables: int = Field(1, ge=1, description="Number of sbtest tables (--tables).")
     table_size: int = Field(10000, ge=1, description="Rows per table (--table-size).")
     threads: int = Field(1, ge=1, description="Client threads (--threads).")
@@ -194,6 +211,118 @@ class SysbenchParams(BaseModel):
     extra_args: tuple[str, ...] = Field(
         (), description="Arguments appended verbatim, after everything dbrig generates."
     )
+    script: str | None = Field(
+        None, description="Your own Lua script (relative to the scenario file); not with test."
+    )
+    # The hardware tests' options, by sysbench's names (sysbench_hw.TEST_OPTIONS); None
+    # leaves sysbench's own default.
+    cpu_max_prime: int | None = Field(None, ge=1, description="cpu: primes up to (10000).")
+    memory_block_size: str | int | None = Field(None, description="memory: block size (1K).")
+    memory_total_size: str | int | None = Field(
+        None, description="memory: total to transfer (100G)."
+    )
+    memory_oper: Literal["read", "write", "none"] | None = Field(
+        None, description="memory: operation (write)."
+    )
+    memory_access_mode: Literal["seq", "rnd"] | None = Field(
+        None, description="memory: access pattern (seq)."
+    )
+    thread_yields: int | None = Field(None, ge=1, description="threads: yields per lock (1000).")
+    thread_locks: int | None = Field(None, ge=1, description="threads: locks per thread (8).")
+    mutex_num: int | None = Field(None, ge=1, description="mutex: mutexes in the array (4096).")
+    mutex_locks: int | None = Field(None, ge=1, description="mutex: locks per thread (50000).")
+    mutex_loops: int | None = Field(
+        None, ge=0, description="mutex: empty loops outside the lock (10000)."
+    )
+    file_num: int | None = Field(None, ge=1, description="fileio: number of files (128).")
+    file_total_size: str | int | None = Field(
+        None, description="fileio: total size of the files (2G)."
+    )
+    file_test_mode: Literal["seqwr", "seqrewr", "seqrd", "rndrd", "rndwr", "rndrw"] | None = Field(
+        None, description="fileio: the test (required)."
+    )
+    file_io_mode: Literal["sync", "async", "mmap"] | None = Field(
+        None, description="fileio: I/O mode (sync)."
+    )
+    file_extra_flags: Literal["sync", "dsync", "direct"] | None = Field(
+        None, description="fileio: extra open() flag; direct bypasses the page cache."
+    )
+    file_fsync_freq: int | None = Field(
+        None, ge=0, description="fileio: fsync() after this many requests (100); 0 = never."
+    )
+    file_fsync_all: bool | None = Field(None, description="fileio: fsync() after every write.")
+    file_rw_ratio: float | None = Field(
+        None, gt=0, description="fileio: reads/writes ratio for rndrw (1.5)."
+    )
+    file_block_size: str | int | None = Field(
+        None, description="fileio: block size of each request (16K)."
+    )
+    directory: str | None = Field(
+        None, description="fileio: where its files go (default: beside the run directory)."
+    )
+    _script_text: str = PrivateAttr("")
+
+    @field_validator(*hw.SIZE_OPTIONS, "file_block_size")
+    @classmethod
+    def _is_a_size(cls, value: str | int | None) -> str | int | None:
+        if value is not None and not parse_size(value):
+            raise ValueError(f"expected a size such as 64M or 4096, got {value!r}")
+        return value
+
+    @field_validator("script")
+    @classmethod
+    def _script_exists(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """Relative to the scenario file (the loader passes its folder as ``base_dir``)."""
+        if value is None:
+            return None
+        base = (info.context or {}).get("base_dir")
+        path = Path(value) if base is None else Path(base) / value
+        if not path.is_file():
+            raise ValueError(f"no such Lua script: {path}")
+        return str(path.resolve())
+
+    @field_validator("directory")
+    @classmethod
+    def _directory_is_absolute_or_relative_to_file(
+        cls, value: str | None, info: ValidationInfo
+    ) -> str | None:
+        if value is None:
+            return None
+        base = (info.context or {}).get("base_dir")
+        return str(Path(value) if base is None else Path(base) / value)
+
+    @model_validator(mode="after")
+    def _test_and_its_options(self) -> SysbenchParams:
+        given = {name: getattr(self, name) for name in hw.ALL_TEST_OPTIONS}
+        if self.script is not None:
+            if "test" in self.model_fields_set:
+                raise ValueError("give test or script, not both")
+            wrong = [n for n, v in given.items() if v is not None]
+            if wrong:
+                raise ValueError(f"{wrong[0]}: an option of a hardware test, not of a script")
+            # Reading the script is validation, like reading the YAML: the tool stays pure.
+            self._script_text = Path(self.script).read_text(errors="replace")
+            db_fields = sorted({"db", "db_ps_mode", "mysql_ignore_errors"} & self.model_fields_set)
+            if db_fields and not hw.script_needs_database(self._script_text):
+                raise ValueError(
+                    f"{db_fields[0]}: the script never connects (no sysbench.sql.driver())"
+                )
+            return self
+        if self.test not in hw.TEST_OPTIONS:
+            wrong = [n for n, v in given.items() if v is not None]
+            if wrong:
+                raise ValueError(f"{wrong[0]}: an option of a hardware test, not of {self.test}")
+            return self
+        wrong = hw.wrong_test_options(self.test, given)
+        if wrong:
+            takes = ", ".join(hw.TEST_OPTIONS[self.test])
+            raise ValueError(f"{wrong[0]}: not an option of test {self.test} (it takes: {takes})")
+        oltp_only = sorted(OLTP_ONLY_FIELDS & self.model_fields_set)
+        if oltp_only:
+            raise ValueError(f"{oltp_only[0]}: an OLTP option; test {self.test} does not take it")
+        if self.test == "fileio" and self.file_test_mode is None:
+            raise ValueError("test fileio needs file_test_mode (seqwr, seqrd, rndrd, rndwr, ...)")
+        return self
 
     @field_validator("mysql_ignore_errors")
     @classmethod
@@ -304,6 +433,12 @@ def build_command(
     warmup: int = 0,
 ) -> list[str]:
     """The argv for ``sysbench <test> <command>``; see the module docstring for warm-up."""
+    if command not in ("prepare", "run", "cleanup"):
+        raise ConfigError(f"unknown sysbench command {command!r}")
+    if params.script is not None:
+        return _script_command(params, endpoint, command, binary, warmup)
+    if params.test in hw.TEST_OPTIONS:
+        return _hardware_command(params, command, binary, warmup)
     if command == "prepare":
         options = _prepare_options(params)
     elif command == "run":
@@ -319,6 +454,80 @@ def build_command(
         *_connection_options(params, endpoint),
         *options,
         *params.extra_args,
+    ]
+
+
+def _hardware_command(
+    params: SysbenchParams, command: Command, binary: str, warmup: int
+) -> list[str]:
+    """``sysbench cpu run --threads=.. --cpu-max-prime=..``: no database options at all."""
+    values = hardware_values(params)
+    if params.test == "fileio":
+        files = hw.fileio_file_flags(values)
+        rest = {k: v for k, v in values.items() if k not in ("file_num", "file_total_size")}
+        test_options = [*files, *hw.test_flags("fileio", rest)]
+        if command != "run":
+            test_options = files  # prepare and cleanup only need to know the files
+    else:
+        test_options = hw.test_flags(params.test, values)
+    generic = _generic_run_options(params, warmup) if command == "run" else []
+    return [binary, params.test, command, *generic, *test_options, *params.extra_args]
+
+
+def hardware_values(params: SysbenchParams) -> dict[str, object]:
+    """The hardware tests' options as set in the scenario (None when not given)."""
+    return {name: getattr(params, name) for name in hw.ALL_TEST_OPTIONS}
+
+
+def _script_command(
+    params: SysbenchParams, endpoint: Endpoint, command: Command, binary: str, warmup: int
+) -> list[str]:
+    """``sysbench /abs/my.lua run``: connection options only when the script uses a database."""
+    assert params.script is not None
+    connection = _connection_options(params, endpoint) if script_needs_server(params) else []
+    generic = (
+        _generic_run_options(params, warmup)
+        if command == "run"
+        else [f"--threads={params.threads}"]
+    )
+    if command == "run" and connection:
+        generic.append(f"--db-ps-mode={params.db_ps_mode}")
+        if params.mysql_ignore_errors is not None:
+            ignore = _ignore_errors_value(params.mysql_ignore_errors)
+            generic.append(f"--mysql-ignore-errors={ignore}")
+    # Scripts built on oltp_common.lua read --tables and --table-size: passed when given.
+    sizes = [
+        f"--{name.replace('_', '-')}={getattr(params, name)}"
+        for name in ("tables", "table_size")
+        if name in params.model_fields_set
+    ]
+    options = [f"--{name}={render_option(value, name)}" for name, value in params.options.items()]
+    return [
+        binary,
+        params.script,
+        command,
+        *connection,
+        *generic,
+        *sizes,
+        *options,
+        *params.extra_args,
+    ]
+
+
+def script_needs_server(params: SysbenchParams) -> bool:
+    return params.script is not None and hw.script_needs_database(params._script_text)
+
+
+def _generic_run_options(params: SysbenchParams, warmup: int) -> list[str]:
+    """sysbench's own run options, common to every test."""
+    return [
+        f"--threads={params.threads}",
+        *_time_options(params, warmup),
+        f"--events={params.events}",
+        f"--rate={params.rate}",
+        f"--report-interval={params.report_interval}",
+        f"--percentile={params.percentile}",
+        f"--histogram={render_option(params.histogram)}",
     ]
 
 
@@ -355,13 +564,7 @@ def _run_options(params: SysbenchParams, warmup: int) -> list[str]:
     argv = [
         f"--tables={params.tables}",
         f"--table-size={params.table_size}",
-        f"--threads={params.threads}",
-        *_time_options(params, warmup),
-        f"--events={params.events}",
-        f"--rate={params.rate}",
-        f"--report-interval={params.report_interval}",
-        f"--percentile={params.percentile}",
-        f"--histogram={render_option(params.histogram)}",
+        *_generic_run_options(params, warmup),
         f"--db-ps-mode={params.db_ps_mode}",
     ]
     if params.mysql_ignore_errors is not None:
@@ -702,6 +905,8 @@ def _blank_percentile_after_checkpoints(frame: pd.DataFrame, checkpoints: list[f
 GENERIC_FATAL_RE = re.compile(
     r"function failed|initialization failed|\(\) failed$|unable to connect|aborting\.\.\.$"
 )
+# "`thread_run' function failed: ./bad.lua:3: attempt to index local 't' (a nil value)"
+LUA_ERROR_RE = re.compile(r"function failed: (\S+\.lua:\d+: .+)$")
 ERROR_FATAL_RE = re.compile(r"\berror:? \d+", re.IGNORECASE)
 
 
@@ -726,6 +931,9 @@ def _main_fatal(lines: tuple[str, ...]) -> str:
     for line in lines:
         if not GENERIC_FATAL_RE.search(line):
             return line
+    for line in lines:
+        if m := LUA_ERROR_RE.search(line):
+            return m.group(1)  # the script's own error: "my.lua:3: attempt to index ..."
     return lines[0]
 
 
@@ -749,14 +957,65 @@ class SysbenchTool:
     def database(self) -> str:
         return self.params.db
 
+    @property
+    def title(self) -> str:
+        """What runs, in a few words: ``sysbench cpu``, ``sysbench my_workload.lua``."""
+        what = Path(self.params.script).name if self.params.script else self.params.test
+        return f"sysbench {what}"
+
+    @property
+    def needs_server(self) -> bool:
+        if self.params.script is not None:
+            return script_needs_server(self.params)
+        return self.params.test not in hw.TEST_OPTIONS
+
+    @property
+    def work_root(self) -> str | None:
+        return self.params.directory
+
+    def space_needed(self) -> int:
+        if self.params.test == "fileio" and self.params.script is None:
+            return hw.fileio_total_bytes(hardware_values(self.params))
+        return 0
+
+    def inputs(self) -> dict[str, Path]:
+        return {"script": Path(self.params.script)} if self.params.script else {}
+
     def data_set_key(self) -> tuple:
+        if self.params.script is not None:
+            digest = hashlib.sha256(self.params._script_text.encode()).hexdigest()
+            options = tuple(sorted((k, str(v)) for k, v in self.params.options.items()))
+            sizes = (self.params.tables, self.params.table_size, self.params.db)
+            return ("sysbench", "script", digest, sizes, options, self.params.extra_args)
+        if self.params.test == "fileio":
+            values = hardware_values(self.params)
+            size = hw.fileio_total_bytes(values)
+            files = values.get("file_num") or hw.FILEIO_DEFAULT_NUM
+            # seqwr truncates and rewrites the files (sysbench_hw docstring): its own folder.
+            kind = "fileio-seqwr" if _creates_its_files(self.params) else "fileio"
+            return ("sysbench", kind, files, size, self.params.directory)
+        if self.params.test in hw.TEST_OPTIONS:
+            return ("sysbench", self.params.test)  # nothing to prepare
         return ("sysbench", *prepare_key(self.params))
 
-    def prepare_argv(self, endpoint: Endpoint, binary: Path) -> list[str]:
+    def prepare_argv(self, endpoint: Endpoint, binary: Path) -> list[str] | None:
+        if not self._has_command("prepare"):
+            return None
         return build_command(self.params, endpoint, "prepare", binary=str(binary))
 
-    def cleanup_argv(self, endpoint: Endpoint, binary: Path) -> list[str]:
+    def cleanup_argv(self, endpoint: Endpoint, binary: Path) -> list[str] | None:
+        if not self._has_command("cleanup"):
+            return None
         return build_command(self.params, endpoint, "cleanup", binary=str(binary))
+
+    def _has_command(self, command: str) -> bool:
+        if self.params.script is not None:
+            return hw.defines_command(self.params._script_text, command)
+        if self.params.test in hw.TEST_OPTIONS:
+            # fileio's files are removed with dbrig's own directory, so no cleanup runs.
+            fileio = self.params.test == "fileio" and not _creates_its_files(self.params)
+            return fileio and command == "prepare"
+        return True
 
     def client_options(self, credentials: Credentials) -> str | None:
         return client_options_text(credentials.password) if credentials.password else None
@@ -772,6 +1031,10 @@ class SysbenchTool:
         metrics = dict(result.summary)
         if result.percentile is not None:
             metrics["percentile"] = float(result.percentile)
+        if _derives_event_rate(self.params) and "events_per_s" not in metrics:
+            events, window = metrics.get("events"), metrics.get("measured_time_s")
+            if events is not None and window:
+                metrics["events_per_s"] = events / window
         for per_s in ("ignored_errors_per_s", "reconnects_per_s"):
             if per_s in metrics:
                 short = "errors_per_s" if per_s.startswith("ignored") else per_s
@@ -786,3 +1049,15 @@ class SysbenchTool:
             failure_reason(result, returncode),
             extra,
         )
+
+
+def _derives_event_rate(params: SysbenchParams) -> bool:
+    """Tests whose summary prints no rate of their own: threads, fileio (its events are
+    its I/O operations, fsyncs included) and scripts. cpu prints one; memory's is MiB/s;
+    mutex runs one event per thread, so its result is the time, not a rate."""
+    return params.script is not None or params.test in ("threads", "fileio")
+
+
+def _creates_its_files(params: SysbenchParams) -> bool:
+    """seqwr is sysbench's "sequential write (creation) test": it needs no prepare."""
+    return params.test == "fileio" and params.file_test_mode == "seqwr"

@@ -1,0 +1,121 @@
+"""sysbench's hardware tests (cpu, memory, threads, mutex, fileio) and your own Lua scripts.
+
+Pure helpers for :mod:`dbrig.tools.sysbench`: which options belong to which test,
+how they become argv, what a fileio data set is, and what a Lua script defines.
+
+What needs a server
+-------------------
+The five hardware tests never connect to a database. A Lua script does when it
+asks for a driver: every script written for sysbench 1.0 connects through
+``sysbench.sql.driver()`` (the bundled OLTP scripts do), and old 0.5-style scripts
+call ``db_connect()`` / ``db_query()``. A script that mentions neither needs no server.
+
+What a fileio data set is
+-------------------------
+``sysbench fileio prepare`` writes ``file_num`` files of zeros adding up to
+``file_total_size`` in its working directory. Checked on 1.0.20: files prepared
+with ``--file-block-size`` 4096 and 65536 have the same bytes, and a run with
+another block size reads them fine, while a run with another total size or file
+count stops with ``FATAL: Size of file 'test_file.0' is 2MiB, but at least 4MiB is
+expected``. So the key is (file_num, file_total_size in bytes, directory): the
+block size, the test mode and the flags change the run, not the files.
+
+Except ``seqwr``, the "sequential write (creation) test": it opens the files
+with truncation and writes them anew (checked on 1.0.20: after a prepare of
+2 x 32 MiB, ``seqwr --events=10`` leaves files of 160 KiB and 0 bytes, and
+every later mode then fails with "Size of file ... is expected"). So seqwr
+cells never share the prepared files: they have a data set of their own,
+with nothing to prepare (seqwr makes its files itself), in a folder of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Literal
+
+from dbrig.util.units import parse_size
+
+HardwareTest = Literal["cpu", "memory", "threads", "mutex", "fileio"]
+
+# Every option of each test, by sysbench's own name (dashes become underscores).
+TEST_OPTIONS: Mapping[str, tuple[str, ...]] = {
+    "cpu": ("cpu_max_prime",),
+    "memory": ("memory_block_size", "memory_total_size", "memory_oper", "memory_access_mode"),
+    "threads": ("thread_yields", "thread_locks"),
+    "mutex": ("mutex_num", "mutex_locks", "mutex_loops"),
+    "fileio": (
+        "file_num",
+        "file_total_size",
+        "file_test_mode",
+        "file_io_mode",
+        "file_extra_flags",
+        "file_fsync_freq",
+        "file_fsync_all",
+        "file_rw_ratio",
+        "file_block_size",
+        "directory",
+    ),
+}
+ALL_TEST_OPTIONS = frozenset(o for names in TEST_OPTIONS.values() for o in names)
+# Options that are dbrig's, not sysbench's: never rendered as --flags.
+DBRIG_ONLY = frozenset({"directory"})
+BOOL_HW_OPTIONS = frozenset({"file_fsync_all"})
+SIZE_OPTIONS = frozenset({"memory_block_size", "memory_total_size", "file_total_size"})
+FILEIO_DEFAULT_NUM = 128  # sysbench 1.0.20's --file-num default
+FILEIO_DEFAULT_TOTAL = "2G"  # and its --file-total-size default
+
+# A script defines a command either as a global function or in sysbench.cmdline.commands
+# (oltp_common.lua does the latter). sysbench 1.0.20 refuses a command the script does
+# not define (rc 1, "'x.lua' test does not implement the 'prepare' command."), so
+# dbrig runs prepare and cleanup only when the script's text defines them.
+_COMMAND_RE = {
+    name: re.compile(rf"\bfunction\s+{name}\s*\(|\b{name}\s*=\s*(?:function\b|\{{)")
+    for name in ("prepare", "cleanup")
+}
+_NEEDS_DB_RE = re.compile(r"\bsysbench\.sql\.driver\s*\(|\bdb_connect\s*\(|\bdb_query\s*\(")
+
+
+def wrong_test_options(test: str, given: Mapping[str, object]) -> list[str]:
+    """The hardware options set in ``given`` that ``test`` does not take."""
+    allowed = set(TEST_OPTIONS.get(test, ()))
+    return [name for name, value in given.items() if value is not None and name not in allowed]
+
+
+def option_flag(name: str, value: object) -> str:
+    """``--file-total-size=64M``; booleans as on/off, as sysbench wants them."""
+    if isinstance(value, bool):
+        value = "on" if value else "off"
+    return f"--{name.replace('_', '-')}={value}"
+
+
+def test_flags(test: str, values: Mapping[str, object]) -> list[str]:
+    """The test's own options that are set, in the order sysbench documents them."""
+    return [
+        option_flag(name, values[name])
+        for name in TEST_OPTIONS[test]
+        if name not in DBRIG_ONLY and values.get(name) is not None
+    ]
+
+
+def fileio_file_flags(values: Mapping[str, object]) -> list[str]:
+    """What prepare, run and cleanup must agree on: the file count and the total size."""
+    return [
+        option_flag("file_num", values.get("file_num") or FILEIO_DEFAULT_NUM),
+        option_flag("file_total_size", values.get("file_total_size") or FILEIO_DEFAULT_TOTAL),
+    ]
+
+
+def fileio_total_bytes(values: Mapping[str, object]) -> int:
+    """The size fileio's prepare writes, in bytes."""
+    return parse_size(values.get("file_total_size") or FILEIO_DEFAULT_TOTAL) or 0
+
+
+def defines_command(script_text: str, command: str) -> bool:
+    """Whether a Lua script defines ``prepare`` or ``cleanup`` (see ``_COMMAND_RE``)."""
+    return bool(_COMMAND_RE[command].search(script_text))
+
+
+def script_needs_database(script_text: str) -> bool:
+    """Whether a Lua script connects to a database (see the module docstring)."""
+    return bool(_NEEDS_DB_RE.search(script_text))
