@@ -456,7 +456,10 @@ def _page_cache(run: _Run) -> list[RunWarning]:
         " without file_extra_flags: direct: the page cache is measured, not the disk; "
         "use direct or files larger than RAM"
     )
-    return _uniform_or_per_cell("page_cache", hits, run.n_cells, suffix, "fileio fits in RAM")
+    where = "the file_total_size of every cell in the report's matrix table"
+    return _uniform_or_per_cell(
+        "page_cache", hits, run.n_cells, suffix, "fileio fits in RAM", where
+    )
 
 
 def _threads_over_cores(run: _Run) -> list[RunWarning]:
@@ -473,8 +476,9 @@ def _threads_over_cores(run: _Run) -> list[RunWarning]:
             text = f"{test} with {threads:.0f} threads on {cores:.0f} core{plural}"
             hits.append(_Hit(cell["cell"], cell["label"], text, threads / cores))
     suffix = " (more threads than cores: this measures time-sharing, not per-core speed)"
+    where = "the threads of every cell in the report's matrix table"
     return _uniform_or_per_cell(
-        "threads_over_cores", hits, run.n_cells, suffix, "more threads than cores"
+        "threads_over_cores", hits, run.n_cells, suffix, "more threads than cores", where
     )
 
 
