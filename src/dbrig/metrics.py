@@ -318,6 +318,22 @@ def _tpcc() -> Iterator[Metric]:
             "upper edge of a ~19 % wide bucket",
             direction=LOWER,
         )
+    yield Metric(
+        "server_cpu_us_per_new_order",
+        "server CPU per New-Order",
+        "µs",
+        DERIVED,
+        "server_cpu_s / committed New-Orders",
+        direction=LOWER,
+    )
+    yield Metric(
+        "kb_written_per_new_order",
+        "written per New-Order",
+        "KiB",
+        DERIVED,
+        "server storage writes / committed New-Orders",
+        direction=LOWER,
+    )
     yield Metric("new_order_rollbacks", "New-Order rollbacks", "", t, "the 1 % on an unused item")
     yield Metric("tpcc_retries", "retries", "", t, "deadlocks and lock wait timeouts retried")
     for n in range(1, 5):

@@ -332,4 +332,18 @@ def derived_costs(metrics: dict[str, float]) -> dict[str, float]:
         if txns > 0 and window > 0 and rate is not None:
             name = "kb_read_per_txn" if direction == "read" else "kb_written_per_txn"
             out[name] = rate * window * 1024 / txns
+    out.update(_costs_per_new_order(metrics, window))
+    return out
+
+
+def _costs_per_new_order(metrics: dict[str, float], window: float) -> dict[str, float]:
+    """A TPC-C-like run's unit of work is the committed New-Order (its NOPM)."""
+    new_orders = (metrics.get("nopm") or 0) * window / 60
+    if new_orders <= 0:
+        return {}
+    out = {}
+    if "server_cpu_s" in metrics:
+        out["server_cpu_us_per_new_order"] = metrics["server_cpu_s"] * 1e6 / new_orders
+    if (rate := metrics.get("server_write_mb_per_s")) is not None:
+        out["kb_written_per_new_order"] = rate * window * 1024 / new_orders
     return out

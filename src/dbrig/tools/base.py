@@ -122,6 +122,9 @@ class CheckedWorkload(Protocol):
 class SizedDataSet(Protocol):
     """A workload that can say how many bytes its prepared data takes, before loading it."""
 
+    key: ClassVar[str]
+    size_key: ClassVar[str]  # the key of its block that sets the size (for the error line)
+
     def data_set_bytes(self) -> int: ...
 
 

@@ -289,10 +289,10 @@ CONSISTENCY_CHECKS: Mapping[str, tuple[str, str]] = {
     ),
     "consistency_4_violations": (
         "condition 4 (sum(O_OL_CNT) = rows in ORDER-LINE)",
-        "SELECT COUNT(*) FROM (SELECT o_w_id, o_d_id, SUM(o_ol_cnt) AS lines FROM orders "
-        "GROUP BY o_w_id, o_d_id) o LEFT JOIN (SELECT ol_w_id, ol_d_id, COUNT(*) AS lines "
+        "SELECT COUNT(*) FROM (SELECT o_w_id, o_d_id, SUM(o_ol_cnt) AS n_lines FROM orders "
+        "GROUP BY o_w_id, o_d_id) o LEFT JOIN (SELECT ol_w_id, ol_d_id, COUNT(*) AS n_lines "
         "FROM order_line GROUP BY ol_w_id, ol_d_id) l ON l.ol_w_id = o.o_w_id "
-        "AND l.ol_d_id = o.o_d_id WHERE NOT (o.lines <=> l.lines)",
+        "AND l.ol_d_id = o.o_d_id WHERE NOT (o.n_lines <=> l.n_lines)",
     ),
 }
 
@@ -329,6 +329,7 @@ class TpccTool:
     info: ClassVar[ToolInfo] = INFO
     params_model: ClassVar[type[BaseModel]] = TpccParams
     required_by_doctor: ClassVar[bool] = False  # sysbench's own entry already requires it
+    size_key: ClassVar[str] = "warehouses"
 
     def metrics(self) -> tuple[Metric, ...]:
         return produced_by(self.key) + produced_by(sysbench.SysbenchTool.key)
