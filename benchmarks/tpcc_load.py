@@ -125,7 +125,7 @@ def measured(box: Sandbox, snapshot: Path, argv: list[str], work: Path) -> str:
 def throughput(box: Sandbox, base: Path, args: argparse.Namespace, work: Path) -> None:
     w = args.warehouses
     tp = tpcc.TpccParams(warehouses=w, prepare_threads=min(w, 2), time=args.time)
-    # oltp tables of about the same bytes as W warehouses (~135 MiB each, ~230 B a row)
+    # oltp tables of the same order of size: 4 x 150,000 rows per warehouse
     sb = sysbench.SysbenchParams(tables=4, table_size=150_000 * w, threads=2, time=args.time)
     tp_snap = prepared_snapshot(
         box, base, lambda e: tpcc.build_command(tp, e, "prepare"), tp.db, work

@@ -87,7 +87,7 @@ def test_the_data_set_key_holds_what_prepare_writes_and_nothing_else() -> None:
 def test_the_tool_offers_checks_and_a_size() -> None:
     tool = TpccTool(TpccParams(warehouses=3))
     assert isinstance(tool, CheckedWorkload) and isinstance(tool, SizedDataSet)
-    assert tool.data_set_bytes() == 3 * tpcc.BYTES_PER_WAREHOUSE + tpcc.ITEM_TABLE_BYTES
+    assert tool.data_set_bytes() == 3 * tpcc.BYTES_PER_WAREHOUSE + tpcc.BASE_BYTES
     assert tool.client_options(Credentials("u", "", None, None, "/s")) is None
     with_password = Credentials("u", "s3cret", None, None, "/s")
     assert tool.client_options(with_password) == "mysql-password=s3cret\n"
