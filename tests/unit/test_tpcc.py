@@ -47,7 +47,7 @@ def test_run_argv_points_sysbench_at_the_packaged_script() -> None:
         "--time=35",
         "--report-interval=1",
         "--percentile=95",
-        "--mysql-ignore-errors=1213,1205",
+        "--mysql-ignore-errors=1213,1205,1020",
         "--measure_after=5",
         "--report-checkpoints=5",
     ]
