@@ -7,7 +7,7 @@
 -- think time (a closed loop), no terminal emulation, no response-time limits.
 --
 -- Commands:  prepare (parallel: warehouse w is loaded by thread (w-1) % threads,
---            the item table by thread 0), run, cleanup.
+--            the item table by the last thread, which has the fewest), run, cleanup.
 -- Report:    at the end of `run` every worker thread prints one line per
 --            transaction type (see thread_done), which dbrig adds up.
 
@@ -314,7 +314,7 @@ function cmd_prepare()
    con:query("SET SESSION unique_checks = 0")
    create_tables(con)
    local threads = sysbench.opt.threads
-   if sysbench.tid == 0 then
+   if sysbench.tid == threads - 1 then
       con:query("BEGIN")
       load_items(con)
       con:query("COMMIT")
