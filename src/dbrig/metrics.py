@@ -27,6 +27,7 @@ from types import MappingProxyType
 # Who produces a column.
 SYSBENCH = "sysbench"  # the tool's final summary (dbrig.tools.sysbench)
 MYSQLSLAP = "mysqlslap"  # the tool's benchmark row (dbrig.tools.mysqlslap)
+TPCC = "tpcc"  # the TPC-C-like script's per-type report and consistency checks (dbrig.tools.tpcc)
 STRESS_NG = "stress-ng"  # the interference process and its --metrics-brief report
 RUNNER = "runner"  # measured by the runner around the workload (wait4, clocks)
 HOST_SAMPLER = "host sampler"  # cpu.csv, disk.csv, memory.csv, procs.csv (docs/sampling.md)
@@ -34,7 +35,7 @@ STATUS_SAMPLER = "status sampler"  # status.csv: SHOW GLOBAL STATUS
 SAMPLERS = "samplers"  # sampler.csv: the samplers' own cost
 DERIVED = "derived"  # computed from other columns after the trial (cost per unit of work)
 SOURCES = frozenset(
-    {SYSBENCH, MYSQLSLAP, STRESS_NG, RUNNER, HOST_SAMPLER, STATUS_SAMPLER, SAMPLERS, DERIVED}
+    {SYSBENCH, MYSQLSLAP, TPCC, STRESS_NG, RUNNER, HOST_SAMPLER, STATUS_SAMPLER, SAMPLERS, DERIVED}
 )
 
 UNITS = frozenset(
@@ -44,6 +45,7 @@ UNITS = frozenset(
         "ms",
         "µs",
         "txn/s",
+        "1/min",
         "queries/s",
         "errors/s",
         "events/s",
@@ -93,7 +95,7 @@ class Metric:
     compared: bool = False  # compared by `dbrig compare` without --metric, in registry order
     short: str = ""  # terminal table heading; the label when empty
     progress: str | None = None  # its part of the per-trial progress line: "{} tps"
-    throughput: int | None = None  # rank when picking the run's throughput measure, 1 first
+    throughput: int | None = None  # rank when picking the run's throughput measure, 0 first
     per_interval: bool = False  # sysbench also reports it per interval (intervals.csv)
 
     @property
@@ -318,6 +320,84 @@ def _derived() -> Iterator[Metric]:
         yield Metric(name, label, unit, d, what, direction=LOWER, compared=True)
 
 
+TPCC_TYPES = ("new_order", "payment", "order_status", "delivery", "stock_level")
+
+
+def _tpcc() -> Iterator[Metric]:
+    t = TPCC
+    yield Metric(
+        "nopm",
+        "NOPM",
+        "1/min",
+        t,
+        "committed New-Order transactions per minute (HammerDB's figure)",
+        fmt=".0f",
+        direction=HIGHER,
+        headline=True,
+        compared=True,
+        short="NOPM",
+        progress="{} NOPM",
+        throughput=0,
+    )
+    yield Metric(
+        "tpm",
+        "TPM",
+        "1/min",
+        t,
+        "transactions of all five types per minute",
+        fmt=".0f",
+        direction=HIGHER,
+        compared=True,
+        short="TPM",
+    )
+    for name in TPCC_TYPES:
+        label = name.replace("_", "-")
+        yield Metric(f"{name}_count", f"{label} count", "", t, "in the measured window")
+        yield Metric(
+            f"latency_{name}_avg_ms",
+            f"{label} avg latency",
+            "ms",
+            t,
+            "retries included",
+            direction=LOWER,
+        )
+        yield Metric(
+            f"latency_{name}_pct_ms",
+            f"{label} p{{pct}} latency",
+            "ms",
+            t,
+            "upper edge of a ~19 % wide bucket",
+            direction=LOWER,
+        )
+    yield Metric(
+        "server_cpu_us_per_new_order",
+        "server CPU per New-Order",
+        "µs",
+        DERIVED,
+        "server_cpu_s / committed New-Orders",
+        direction=LOWER,
+    )
+    yield Metric(
+        "kb_written_per_new_order",
+        "written per New-Order",
+        "KiB",
+        DERIVED,
+        "server storage writes / committed New-Orders",
+        direction=LOWER,
+    )
+    yield Metric("new_order_rollbacks", "New-Order rollbacks", "", t, "the 1 % on an unused item")
+    yield Metric("tpcc_retries", "retries", "", t, "deadlocks and lock wait timeouts retried")
+    for n in range(1, 5):
+        yield Metric(
+            f"consistency_{n}_violations",
+            f"consistency {n} violations",
+            "",
+            t,
+            f"districts or warehouses failing clause 3.3.2.{n}",
+            direction=LOWER,
+        )
+
+
 def _mysqlslap() -> Iterator[Metric]:
     m = MYSQLSLAP
     yield Metric(
@@ -462,6 +542,7 @@ REGISTRY: tuple[Metric, ...] = (
     *_sysbench(),
     *_derived(),  # costs per transaction: after sysbench, before mysqlslap in compare's order
     *_mysqlslap(),
+    *_tpcc(),
     *_runner(),
     *_stress_ng(),
     *_samplers(),
@@ -523,7 +604,9 @@ def throughput_metrics(*, per_interval: bool = False) -> tuple[Metric, ...]:
 
     ``per_interval``: only those sysbench also reports per interval.
     """
-    chosen = [m for m in REGISTRY if m.throughput and (m.per_interval or not per_interval)]
+    chosen = [
+        m for m in REGISTRY if m.throughput is not None and (m.per_interval or not per_interval)
+    ]
     return tuple(sorted(chosen, key=lambda m: m.throughput or 0))
 
 

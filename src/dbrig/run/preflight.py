@@ -7,6 +7,7 @@ created or a server started.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from dbrig.run.workdir import check_work_parent
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary, find_server
 from dbrig.server.external import ExternalConnection
-from dbrig.tools.base import ToolInfo
+from dbrig.tools.base import SizedDataSet, ToolInfo
 from dbrig.tools.registry import INTERFERENCE_TOOLS, interference_for, workload_for
 
 
@@ -90,6 +91,7 @@ def check_host(
         else:
             _check_reachable(plan, name, spec)
     _check_system(plan, out or Path(plan.scenario.out))
+    _check_disk(plan, out or Path(plan.scenario.out))
     return servers
 
 
@@ -171,6 +173,35 @@ def _check_system(plan: Plan, out: Path) -> None:
             host_settings.check(wanted, datadir_device(out))
         except ConfigError as exc:
             raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
+
+
+def managed_data_bytes(plan: Plan) -> int:
+    """Bytes the managed servers' data sets need on the run's disk: one snapshot per data
+    set plus the working datadir of the largest (0 when the tool cannot say)."""
+    sizes: dict[tuple, int] = {}
+    for cell in plan.cells:
+        workload = workload_for(cell.scenario.workload)
+        spec = plan.scenario.server_specs[cell.server]
+        if isinstance(spec, ManagedServer) and isinstance(workload, SizedDataSet):
+            sizes[(cell.server, workload.data_set_key())] = workload.data_set_bytes()
+    return sum(sizes.values()) + max(sizes.values(), default=0)
+
+
+def _check_disk(plan: Plan, out: Path) -> None:
+    needed = managed_data_bytes(plan)
+    if not needed:
+        return
+    where = next(p for p in (out.resolve(), *out.resolve().parents) if p.exists())
+    free = shutil.disk_usage(where).free
+    if needed > free:
+        workload = workload_for(plan.scenario.workload)
+        assert isinstance(workload, SizedDataSet)
+        raise ConfigError(
+            f"{plan.source}: workload.{workload.key}.{workload.size_key}: the data sets need "
+            f"about {needed / 2**30:.1f} GiB (each snapshot and a working copy) but only "
+            f"{free / 2**30:.1f} GiB are free under {where}",
+            hint="use fewer warehouses or a run directory on a bigger disk",
+        )
 
 
 def datadir_device(where: Path) -> host_settings.BlockDevice | None:

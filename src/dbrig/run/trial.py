@@ -34,7 +34,7 @@ from dbrig.run.interference import InterferenceRun
 from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, Trial
 from dbrig.server.handles import setting_warnings
-from dbrig.tools.base import Outcome
+from dbrig.tools.base import CheckedWorkload, Outcome
 from dbrig.tools.registry import workload_for
 from dbrig.util.files import disk_full, is_disk_full
 
@@ -179,6 +179,8 @@ class TrialExecutor:
         self.record.metrics["client_sys_cpu_s"] = finished.sys_cpu_s
         outcome = self.workload.analyse(out.read_text(errors="replace"), finished.returncode)
         self._save_outcome(outcome, warmup)
+        ran_well = not (abort or finished.timed_out or finished.reaped_elsewhere or outcome.reason)
+        checks_failed = self._after_run_checks() if ran_well else None
         if abort:
             self.record.fail(abort)
         elif finished.reaped_elsewhere:
@@ -187,6 +189,8 @@ class TrialExecutor:
             self.record.fail(f"{self.workload.info.name} did not finish within {timeout:.0f} s")
         elif outcome.reason:
             self.record.fail(outcome.reason)
+        elif checks_failed:
+            self.record.fail(checks_failed)
         if self.record.status != "ok":
             lines = out.read_text(errors="replace").splitlines()
             self.record.output_tail = lines[-OUTPUT_TAIL_LINES:]
@@ -209,6 +213,23 @@ class TrialExecutor:
                 if not abort:
                     finished = dataclasses.replace(finished, timed_out=True)
                 return finished, abort
+
+    def _after_run_checks(self) -> str | None:
+        """The workload's own checks of the database after the run (tpcc's consistency
+        conditions): their numbers saved as metrics, the failed one's name returned."""
+        if not isinstance(self.workload, CheckedWorkload):
+            return None
+        counts: dict[str, int] = {}
+        with contextlib.closing(self.server.connect()) as conn:
+            conn.select_db(self.workload.database)
+            with conn.cursor() as cur:
+                for name, sql in self.workload.after_run_checks().items():
+                    cur.execute(sql)
+                    row = cur.fetchone()
+                    counts[name] = int(row[0]) if row and row[0] is not None else 0
+        metrics, reason = self.workload.evaluate_checks(counts)
+        self.record.metrics.update(metrics)
+        return reason
 
     def _abort_reason(self, running: list[InterferenceRun], samplers: list) -> str | None:
         died = self.server.died()
@@ -331,4 +352,18 @@ def derived_costs(metrics: dict[str, float]) -> dict[str, float]:
         if txns > 0 and window > 0 and rate is not None:
             name = "kb_read_per_txn" if direction == "read" else "kb_written_per_txn"
             out[name] = rate * window * 1024 / txns
+    out.update(_costs_per_new_order(metrics, window))
+    return out
+
+
+def _costs_per_new_order(metrics: dict[str, float], window: float) -> dict[str, float]:
+    """A TPC-C-like run's unit of work is the committed New-Order (its NOPM)."""
+    new_orders = (metrics.get("nopm") or 0) * window / 60
+    if new_orders <= 0:
+        return {}
+    out = {}
+    if "server_cpu_s" in metrics:
+        out["server_cpu_us_per_new_order"] = metrics["server_cpu_s"] * 1e6 / new_orders
+    if (rate := metrics.get("server_write_mb_per_s")) is not None:
+        out["kb_written_per_new_order"] = rate * window * 1024 / new_orders
     return out

@@ -17,9 +17,10 @@ Tools never start processes, read clocks or look at global state: the run side
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import ClassVar, Protocol, runtime_checkable
 
 import pandas as pd
 from pydantic import BaseModel
@@ -123,6 +124,33 @@ class WorkloadTool(Protocol):
     def analyse(self, output: str, returncode: int) -> Outcome:
         """Metrics, per-interval frame and failure reason from the tool's output."""
         ...
+
+
+@runtime_checkable
+class CheckedWorkload(Protocol):
+    """A workload whose database must pass checks after every run (tpcc's consistency).
+
+    The tool stays pure: it names the queries, the run side executes them against
+    the trial's server and hands back their single numbers.
+    """
+
+    def after_run_checks(self) -> dict[str, str]:
+        """By check name, a query returning one number (0 when the check holds)."""
+        ...
+
+    def evaluate_checks(self, counts: Mapping[str, int]) -> tuple[dict[str, float], str | None]:
+        """Metrics to save and the failure reason naming the failed check, or None."""
+        ...
+
+
+@runtime_checkable
+class SizedDataSet(Protocol):
+    """A workload that can say how many bytes its prepared data takes, before loading it."""
+
+    key: ClassVar[str]
+    size_key: ClassVar[str]  # the key of its block that sets the size (for the error line)
+
+    def data_set_bytes(self) -> int: ...
 
 
 class InterferenceTool(Protocol):

@@ -15,10 +15,12 @@ from dbrig.tools.base import InterferenceTool, ToolInfo, WorkloadTool
 from dbrig.tools.mysqlslap import MysqlslapTool
 from dbrig.tools.stress_ng import StressNgTool
 from dbrig.tools.sysbench import SysbenchTool
+from dbrig.tools.tpcc import TpccTool
 
 WORKLOAD_TOOLS: dict[str, type[WorkloadTool]] = {
     SysbenchTool.key: SysbenchTool,
     MysqlslapTool.key: MysqlslapTool,
+    TpccTool.key: TpccTool,
 }
 INTERFERENCE_TOOLS: dict[str, type[InterferenceTool]] = {
     StressNgTool.key: StressNgTool,
@@ -53,6 +55,12 @@ def interference_for(block: Any) -> list[InterferenceTool]:
 
 
 def all_tools() -> Iterator[tuple[ToolInfo, bool]]:
-    """Every tool's probe for ``dbrig doctor``: its info and whether it is required."""
+    """Every tool's probe for ``dbrig doctor``: its info and whether it is required.
+
+    A binary two tools share (tpcc runs on sysbench) is probed once, under its first tool.
+    """
+    seen: set[str] = set()
     for tool in (*WORKLOAD_TOOLS.values(), *INTERFERENCE_TOOLS.values()):
-        yield tool.info, tool.required_by_doctor
+        if tool.info.name not in seen:
+            seen.add(tool.info.name)
+            yield tool.info, tool.required_by_doctor
