@@ -126,6 +126,32 @@ class WorkloadTool(Protocol):
         ...
 
 
+class ServerWorkload:
+    """The answers of a workload that always runs against a server and reads no file of
+    its own: a tool class inherits them and keeps only what differs (sysbench's hardware
+    tests and scripts answer otherwise)."""
+
+    key: ClassVar[str]
+
+    @property
+    def title(self) -> str:
+        return self.key
+
+    @property
+    def needs_server(self) -> bool:
+        return True
+
+    @property
+    def work_root(self) -> str | None:
+        return None
+
+    def space_needed(self) -> int:
+        return 0
+
+    def inputs(self) -> dict[str, Path]:
+        return {}
+
+
 @runtime_checkable
 class CheckedWorkload(Protocol):
     """A workload whose database must pass checks after every run (tpcc's consistency).

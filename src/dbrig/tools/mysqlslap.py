@@ -83,7 +83,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
 from dbrig.metrics import Metric, produced_by
-from dbrig.tools.base import Outcome, ToolInfo
+from dbrig.tools.base import Outcome, ServerWorkload, ToolInfo
 
 INFO = ToolInfo(name="mysqlslap", binaries=("mariadb-slap", "mysqlslap"), package="mariadb-client")
 
@@ -735,7 +735,7 @@ def _redact(line: str, secrets: Sequence[str]) -> str:
 
 
 @dataclass(frozen=True)
-class MysqlslapTool:
+class MysqlslapTool(ServerWorkload):
     """mysqlslap (mariadb-slap) as a :class:`~dbrig.tools.base.WorkloadTool`."""
 
     params: MysqlslapParams
@@ -746,24 +746,6 @@ class MysqlslapTool:
 
     def metrics(self) -> tuple[Metric, ...]:
         return produced_by(self.key)
-
-    @property
-    def title(self) -> str:
-        return "mysqlslap"
-
-    @property
-    def needs_server(self) -> bool:
-        return True
-
-    @property
-    def work_root(self) -> str | None:
-        return None
-
-    def space_needed(self) -> int:
-        return 0
-
-    def inputs(self) -> dict[str, Path]:
-        return {}
 
     @property
     def database(self) -> str:

@@ -45,7 +45,7 @@ from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
 from dbrig.metrics import Metric, produced_by
 from dbrig.tools import sysbench
-from dbrig.tools.base import Outcome, ToolInfo
+from dbrig.tools.base import Outcome, ServerWorkload, ToolInfo
 
 INFO = ToolInfo(name="sysbench", binaries=("sysbench",), package="sysbench")
 LUA_SCRIPT = Path(__file__).parent / "lua" / "tpcc.lua"
@@ -325,7 +325,7 @@ def evaluate_consistency(counts: Mapping[str, int]) -> tuple[dict[str, float], s
 
 
 @dataclass(frozen=True)
-class TpccTool:
+class TpccTool(ServerWorkload):
     """The TPC-C-like workload as a :class:`~dbrig.tools.base.WorkloadTool`."""
 
     params: TpccParams
