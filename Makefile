@@ -11,7 +11,7 @@ SYSTEM_PACKAGES := mariadb-server mariadb-client sysbench stress-ng
 # makes an XFS loop mount for the reflink test.
 TEST_PACKAGES := chromium xfsprogs
 
-.PHONY: demo test lint system-packages test-packages clean
+.PHONY: demo test lint system-packages test-packages clean old-server
 
 demo: system-packages $(STAMP)
 	$(BIN)/dbrig run scenarios/quickstart.yaml
@@ -22,6 +22,11 @@ test: system-packages test-packages $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+
+# Debian's previous MariaDB build, unpacked (not installed) into .servers/<version>/
+# for scenarios/upgrade-check.yaml; see docs/upgrade-check.md.
+old-server:
+	scripts/fetch-old-mariadb.sh
 
 test-packages:
 	@scripts/ensure-system-packages.sh $(TEST_PACKAGES)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,23 +38,58 @@ def parse_version_line(text: str) -> tuple[str, str]:
 
 
 def find_server(basedir: Path | None = None) -> ServerBinary:
-    """The server under ``basedir`` (its bin/ and sbin/), else on PATH or in /usr/sbin."""
-    dirs = [basedir / "bin", basedir / "sbin"] if basedir else []
-    if basedir and not basedir.is_dir():
-        raise ToolMissing(f"server.basedir {basedir} is not a directory")
-    mysqld = proc.which(("mariadbd", "mysqld"), package="mariadb-server", extra_dirs=dirs)
-    if basedir and basedir not in mysqld.parents:
-        raise ToolMissing(f"no mariadbd or mysqld under server.basedir {basedir}")
+    """The server under ``basedir`` (its bin/ and sbin/), else on PATH or in /usr/sbin.
+
+    Under a basedir, every program comes from that basedir: an installed
+    mariadb-install-db would otherwise initialise the datadir for another build.
+    """
+    if basedir is not None:
+        if not basedir.is_dir():
+            raise ToolMissing(f"server.basedir {basedir} is not a directory")
+        # Absolute and without symlinks: mariadbd changes into its datadir, and run.json
+        # should name the build that ran (.servers/10.11.18, not .servers/previous).
+        basedir = basedir.resolve()
+        mysqld = _under_basedir(basedir, ("mariadbd", "mysqld"), ("sbin", "bin"))
+    else:
+        mysqld = proc.which(("mariadbd", "mysqld"), package="mariadb-server")
     code, out = proc.capture([str(mysqld), "--version"])
     if code != 0:
         raise ServerError(f"{mysqld} --version failed (exit {code}): {out.strip()[:200]}")
     line = out.strip().splitlines()[0] if out.strip() else ""
     flavor, version = parse_version_line(line)
     install_db = None
-    if flavor == "mariadb":
-        install_db = proc.which(
-            ("mariadb-install-db", "mysql_install_db"),
-            package="mariadb-server",
-            extra_dirs=[*dirs, *([basedir / "scripts"] if basedir else [])],
-        )
+    if flavor == "mariadb" and basedir is not None:
+        install_db = _under_basedir(basedir, _INSTALL_DB, ("bin", "scripts"))
+        _check_print_defaults(basedir)
+    elif flavor == "mariadb":
+        install_db = proc.which(_INSTALL_DB, package="mariadb-server")
     return ServerBinary(mysqld, flavor, version, line, install_db, basedir)
+
+
+_INSTALL_DB = ("mariadb-install-db", "mysql_install_db")
+
+
+def _under_basedir(basedir: Path, names: tuple[str, ...], subdirs: tuple[str, ...]) -> Path:
+    """The first of ``names`` that is an executable file in one of ``basedir``'s ``subdirs``."""
+    for name in names:
+        for subdir in subdirs:
+            path = basedir / subdir / name
+            if path.is_file() and os.access(path, os.X_OK):
+                return path
+    where = ", ".join(f"{basedir / d}" for d in subdirs)
+    raise ToolMissing(
+        f"no {' or '.join(names)} under server.basedir {basedir} (looked in {where})",
+        hint="an unpacked Debian build needs mariadb-server-core; "
+        "scripts/fetch-old-mariadb.sh fetches every package it needs",
+    )
+
+
+def _check_print_defaults(basedir: Path) -> None:
+    """mariadb-install-db --basedir runs <basedir>/bin/my_print_defaults and stops without it."""
+    if any((basedir / d / "my_print_defaults").is_file() for d in ("bin", "extra")):
+        return
+    raise ToolMissing(
+        f"no my_print_defaults under server.basedir {basedir} (bin/ or extra/): "
+        "mariadb-install-db needs it to initialise a datadir",
+        hint="an unpacked Debian build needs mariadb-client-core next to mariadb-server-core",
+    )
