@@ -33,10 +33,14 @@ from dbrig.run.datasets import client_endpoint, ready_for_trial
 from dbrig.run.interference import InterferenceRun
 from dbrig.scenario import Cell, Trial
 from dbrig.server.handles import ServerHandle, setting_warnings
-from dbrig.tools.base import Outcome
+from dbrig.tools.base import Outcome, WorkloadTool
 from dbrig.tools.registry import workload_for
 
 OUTPUT_TAIL_LINES = 20  # of the tool's output, kept in trial.json when a trial fails
+
+# Follows the running workload for the live progress line (Progress.following): given the
+# tool, the warm-up and the output file, a block that yields a poll to call while it runs.
+Follow = Callable[[WorkloadTool, int, Path], contextlib.AbstractContextManager[Callable[[], None]]]
 
 
 @dataclass(frozen=True)
@@ -97,9 +101,15 @@ class TrialExecutor:
     """Runs one trial against a started server and records everything in ``folder``."""
 
     def __init__(
-        self, context: TrialContext, server: ServerHandle, trial: Trial, folder: Path
+        self,
+        context: TrialContext,
+        server: ServerHandle,
+        trial: Trial,
+        folder: Path,
+        follow: Follow | None = None,
     ) -> None:
         self.context = context
+        self.follow = follow
         self.server = server
         self.trial = trial
         self.cell: Cell = trial.cell
@@ -161,7 +171,8 @@ class TrialExecutor:
         with self._interfering(commands) as running, samplers_on as samplers:
             child = proc.spawn(commands.argv, stdout=out, merge_stderr=True)
             self._workload_pid = child.pid
-            finished, abort = self._watch(child, timeout, running, samplers)
+            with self._following(out, warmup) as poll:
+                finished, abort = self._watch(child, timeout, running, samplers, poll)
             # The tool may notice first ("lost connection"); the cause is the server's death.
             abort = abort or self.server.died()
         self.record.timings["workload_s"] = finished.wall_s
@@ -181,18 +192,27 @@ class TrialExecutor:
             lines = out.read_text(errors="replace").splitlines()
             self.record.output_tail = lines[-OUTPUT_TAIL_LINES:]
 
+    def _following(
+        self, out: Path, warmup: int
+    ) -> contextlib.AbstractContextManager[Callable[[], None]]:
+        if self.follow is None:
+            return contextlib.nullcontext(lambda: None)
+        return self.follow(self.workload, warmup, out)
+
     def _watch(
         self,
         child: proc.Child,
         timeout: float,
         running: list[InterferenceRun],
         samplers: list,
+        poll: Callable[[], None],
     ) -> tuple[proc.Finished, str | None]:
         deadline = self.context.clock() + timeout
         while True:
             done = child.wait(0.25)
             if done is not None:
                 return done, None
+            poll()
             abort = self._abort_reason(running, samplers)
             if abort or self.context.clock() >= deadline:
                 finished = child.stop(grace_s=5)

@@ -99,6 +99,15 @@ class WorkloadTool(Protocol):
         """Metrics, per-interval frame and failure reason from the tool's output."""
         ...
 
+    def live_interval(self, text_tail: str) -> dict[str, float] | None:
+        """The latest interval of a run still going, from the end of its output so far.
+
+        Keys are metric names (``tps``, ``latency_pct_ms``, ``percentile``...); None when
+        the tail holds no interval, or the tool prints none (mysqlslap). A line still
+        being written (no newline yet) is ignored. The live progress line shows it.
+        """
+        ...
+
 
 class InterferenceTool(Protocol):
     """Load that competes with the server while a workload runs (stress-ng)."""
