@@ -280,7 +280,7 @@ def test_a_failing_display_is_logged_closed_and_the_trial_goes_on(
     progress = Progress(1, print, clock=clock, live_line=lambda: line)
     follow_a_run(progress, clock, tmp_path / "workload.out", seconds=5)
     assert line.closed == 1
-    assert caplog.text.count("the live progress line failed") == 1
+    assert caplog.text.count("the live progress line failed (RuntimeError: terminal gone)") == 1
 
 
 def test_a_line_that_cannot_open_leaves_the_trial_alone(
@@ -313,7 +313,7 @@ def test_a_failing_interval_parser_still_shows_time_and_is_logged_once(
     progress = Progress(1, print, clock=clock, live_line=lambda: line)
     follow_a_run(progress, clock, tmp_path / "o", seconds=3, tool_=BrokenParser())
     assert line.shown == [f"    c000-r1 running {s}s ({30 - s}s left)" for s in (1, 2, 3)]
-    assert caplog.text.count("broken: reading its latest interval failed") == 1
+    assert caplog.text.count("broken: reading its latest interval failed (ValueError") == 1
 
 
 def test_ctrl_c_closes_the_line_and_goes_through(tmp_path: Path) -> None:
@@ -377,3 +377,15 @@ def test_off_a_terminal_the_run_prints_plain_lines(monkeypatch: pytest.MonkeyPat
     line = factory()
     assert line.every_s == progress_module.TERMINAL_EVERY_S
     line.close()
+
+
+def test_late_polls_keep_to_the_grid_and_skip_what_they_missed(tmp_path: Path) -> None:
+    clock, emitted = FakeClock(), []
+    progress = Progress(1, emitted.append, clock=clock)
+    with progress.following(a_trial(), sysbench_tool(), 0, tmp_path / "o") as poll:
+        for late in (10.3, 20.2, 41.0, 44.0, 50.0):
+            clock.now = 1000.0 + late
+            poll()
+    assert [line.split(" (")[0] for line in emitted] == [
+        f"    c000-r1 running {s}s" for s in (10, 20, 41, 50)
+    ]

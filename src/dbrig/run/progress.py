@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -131,7 +132,10 @@ class _Follower:
         if self.line is None or self.clock() < self.next_at:
             return
         now = self.clock()
-        self.next_at = now + self.line.every_s
+        # On a grid from the start (10 s, 20 s...), missed points skipped: a late poll
+        # neither drifts the times shown nor brings two lines close together.
+        every = self.line.every_s
+        self.next_at = self.started + every * (math.floor((now - self.started) / every) + 1)
         with _logged("the live progress line") as ok:
             self.line.show(self.text(now))
         if not ok:
@@ -176,9 +180,15 @@ def _logged(doing: str) -> Iterator[_Outcome]:
     outcome = _Outcome()
     try:
         yield outcome
-    except Exception:
+    except Exception as exc:
         outcome.ok = False
-        log.warning("%s failed; the trial goes on without it", doing, exc_info=True)
+        log.warning("%s failed (%s); the trial goes on without it", doing, _one_line(exc))
+        log.info("%s failed", doing, exc_info=True)  # the traceback: dbrig.log only
+
+
+def _one_line(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class OutputTail:
