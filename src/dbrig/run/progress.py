@@ -133,7 +133,7 @@ class _Follower:
             return
         now = self.clock()
         # On a grid from the start (10 s, 20 s...), missed points skipped: a late poll
-        # neither drifts the times shown nor brings two lines close together.
+        # does not shift every later line (9 s, 11 s on a terminal) or add one.
         every = self.line.every_s
         self.next_at = self.started + every * (math.floor((now - self.started) / every) + 1)
         with _logged("the live progress line") as ok:
