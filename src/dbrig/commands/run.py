@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
 
 from dbrig import scenario, store
 from dbrig.commands._common import err_console, out_console, print_line, print_warnings
@@ -26,6 +29,7 @@ from dbrig.commands.show import print_results
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, Interrupted
 from dbrig.report import run_warnings, write_report
 from dbrig.run import dryrun, estimate, preflight, runner
+from dbrig.run.progress import TERMINAL_EVERY_S, LiveLine
 from dbrig.scenario import shipped
 from dbrig.server import workspace
 from dbrig.server.cache import ENV_DIR, ENV_MAX
@@ -87,6 +91,7 @@ def run_scenario(
                 emit=say,
                 snapshot_cache=cache,
                 data_root=data_root,
+                live_line=_terminal_live_line() if emit is None else None,
             ).execute(trials)
     except Interrupted:
         assert run_dir is not None
@@ -193,6 +198,39 @@ def _sigterm_as_interrupt(signum: int, frame: Any) -> None:
 
 def _emit(line: str) -> None:
     print_line(err_console(), line)
+
+
+class _TerminalLine:
+    """A running trial's live line on a terminal: redrawn in place, gone when it ends."""
+
+    every_s = TERMINAL_EVERY_S
+
+    def __init__(self, console: Console) -> None:
+        # No auto-refresh thread, no stdout/stderr redirection: the trial's watch loop
+        # redraws it, and nothing global changes while it is up.
+        self.live = Live(
+            console=console,
+            transient=True,
+            auto_refresh=False,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self.live.start()
+
+    def show(self, text: str) -> None:
+        self.live.update(Text(text, no_wrap=True, overflow="ellipsis"), refresh=True)
+
+    def close(self) -> None:
+        self.live.stop()
+
+
+def _terminal_live_line() -> Callable[[], LiveLine] | None:
+    """A live line redrawn in place when the progress lines go to a terminal; None (plain
+    lines, at most one every PLAIN_EVERY_S) for logs and pipes."""
+    console = err_console()
+    if not console.is_terminal or console.is_dumb_terminal:
+        return None
+    return lambda: _TerminalLine(console)
 
 
 def _log_to(path: Path) -> None:

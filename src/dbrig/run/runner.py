@@ -16,6 +16,7 @@ resumable with ``dbrig run --resume``.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import logging
 from collections.abc import Callable
@@ -32,8 +33,8 @@ from dbrig.metrics import progress_line
 from dbrig.run.commands import DEFAULT_EVENTS_TIMEOUT_S
 from dbrig.run.datasets import NO_SERVER, AnyHandle
 from dbrig.run.preflight import Toolbox, datadir_device
-from dbrig.run.progress import Progress
-from dbrig.run.trial import TrialContext, TrialExecutor, TrialRecord
+from dbrig.run.progress import LiveLine, Progress
+from dbrig.run.trial import Follow, TrialContext, TrialExecutor, TrialRecord
 from dbrig.run.workdir import WorkDirHandle, remove_abandoned
 from dbrig.scenario import ExternalServer, ManagedServer, Plan, Trial
 from dbrig.server.cache import SnapshotCache
@@ -66,8 +67,10 @@ class Runner:
         snapshot_cache: SnapshotCache | None = None,
         data_root: Path | None = None,
         events_timeout_s: float = DEFAULT_EVENTS_TIMEOUT_S,
+        live_line: Callable[[], LiveLine] | None = None,
     ) -> None:
         self.plan = plan
+        self.live_line = live_line  # a terminal's live line; None: plain lines through emit
         self.run = run
         self.tools = tools
         self.keep_data = keep_data
@@ -107,14 +110,14 @@ class Runner:
         return self.servers[name]
 
     def execute(self, trials: list[Trial]) -> RunSummary:
-        progress = Progress(len(trials), self.emit)
+        progress = Progress(len(trials), self.emit, live_line=self.live_line)
         ok = failed = 0
         ended = "complete"
         try:
             self.results = store.ResultsLog.open(self.run)
             for trial in trials:
                 progress.starting(trial, trial.cell.label(self.short_names))
-                record = self._execute_one(trial)
+                record = self._execute_one(trial, functools.partial(progress.following, trial))
                 progress.finished(trial, record.status, self._detail(record))
                 ok += record.status == "ok"
                 failed += record.status != "ok"
@@ -139,10 +142,10 @@ class Runner:
             )
         return summary
 
-    def _execute_one(self, trial: Trial) -> TrialRecord:
+    def _execute_one(self, trial: Trial, follow: Follow | None = None) -> TrialRecord:
         with self.run.writing_trial(trial.id) as folder:
             server = self._server(trial.cell.server)
-            record = TrialExecutor(self.context, server, trial, folder).execute()
+            record = TrialExecutor(self.context, server, trial, folder, follow).execute()
             result = record.to_result(self.short_names)
             self.run.write_trial(folder, result)
         assert self.results is not None

@@ -34,11 +34,15 @@ from dbrig.run.interference import InterferenceRun
 from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, Trial
 from dbrig.server.handles import setting_warnings
-from dbrig.tools.base import CheckedWorkload, Outcome
+from dbrig.tools.base import CheckedWorkload, Outcome, WorkloadTool
 from dbrig.tools.registry import workload_for
 from dbrig.util.files import disk_full, is_disk_full
 
 OUTPUT_TAIL_LINES = 20  # of the tool's output, kept in trial.json when a trial fails
+
+# Follows the running workload for the live progress line (Progress.following): given the
+# tool, the warm-up and the output file, a block that yields a poll to call while it runs.
+Follow = Callable[[WorkloadTool, int, Path], contextlib.AbstractContextManager[Callable[[], None]]]
 
 
 @dataclass(frozen=True)
@@ -99,9 +103,15 @@ class TrialExecutor:
     """Runs one trial against a started server and records everything in ``folder``."""
 
     def __init__(
-        self, context: TrialContext, server: AnyHandle, trial: Trial, folder: Path
+        self,
+        context: TrialContext,
+        server: AnyHandle,
+        trial: Trial,
+        folder: Path,
+        follow: Follow | None = None,
     ) -> None:
         self.context = context
+        self.follow = follow
         self.server = server
         self.trial = trial
         self.cell: Cell = trial.cell
@@ -171,7 +181,8 @@ class TrialExecutor:
             cwd = self.server.cwd if isinstance(self.server, WorkDirHandle) else None
             child = proc.spawn(commands.argv, stdout=out, merge_stderr=True, cwd=cwd)
             self._workload_pid = child.pid
-            finished, abort = self._watch(child, timeout, running, samplers)
+            with self._following(out, warmup) as poll:
+                finished, abort = self._watch(child, timeout, running, samplers, poll)
             # The tool may notice first ("lost connection"); the cause is the server's death.
             abort = abort or self.server.died()
         self.record.timings["workload_s"] = finished.wall_s
@@ -195,18 +206,27 @@ class TrialExecutor:
             lines = out.read_text(errors="replace").splitlines()
             self.record.output_tail = lines[-OUTPUT_TAIL_LINES:]
 
+    def _following(
+        self, out: Path, warmup: int
+    ) -> contextlib.AbstractContextManager[Callable[[], None]]:
+        if self.follow is None:
+            return contextlib.nullcontext(lambda: None)
+        return self.follow(self.workload, warmup, out)
+
     def _watch(
         self,
         child: proc.Child,
         timeout: float,
         running: list[InterferenceRun],
         samplers: list,
+        poll: Callable[[], None],
     ) -> tuple[proc.Finished, str | None]:
         deadline = self.context.clock() + timeout
         while True:
             done = child.wait(0.25)
             if done is not None:
                 return done, None
+            poll()
             abort = self._abort_reason(running, samplers)
             if abort or self.context.clock() >= deadline:
                 finished = child.stop(grace_s=5)

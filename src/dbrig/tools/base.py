@@ -125,6 +125,15 @@ class WorkloadTool(Protocol):
         """Metrics, per-interval frame and failure reason from the tool's output."""
         ...
 
+    def live_interval(self, text_tail: str) -> dict[str, float] | None:
+        """The latest interval of a run still going, from the end of its output so far.
+
+        Keys are metric names (``tps``, ``latency_pct_ms``, ``percentile``...); None when
+        the tail holds no interval, or the tool prints none (mysqlslap). A line still
+        being written (no newline yet) is ignored. The live progress line shows it.
+        """
+        ...
+
 
 class ServerWorkload:
     """The answers of a workload that always runs against a server and reads no file of

@@ -794,3 +794,6 @@ class MysqlslapTool(ServerWorkload):
             }
         reason = failure_reason(result, returncode, "")
         return Outcome(metrics, None, reason, {"slap_rows": rows} if not rows.empty else {})
+
+    def live_interval(self, text_tail: str) -> dict[str, float] | None:
+        return None  # it prints nothing until every iteration is done

@@ -1050,6 +1050,9 @@ class SysbenchTool:
             extra,
         )
 
+    def live_interval(self, text_tail: str) -> dict[str, float] | None:
+        return latest_interval(text_tail)
+
 
 def _derives_event_rate(params: SysbenchParams) -> bool:
     """Tests whose summary prints no rate of their own: threads, fileio (its events are
@@ -1061,3 +1064,19 @@ def _derives_event_rate(params: SysbenchParams) -> bool:
 def _creates_its_files(params: SysbenchParams) -> bool:
     """seqwr is sysbench's "sequential write (creation) test": it needs no prepare."""
     return params.test == "fileio" and params.file_test_mode == "seqwr"
+
+
+def latest_interval(text_tail: str) -> dict[str, float] | None:
+    """The last complete ``[ Ns ]`` line of a running sysbench, as Interval fields
+    (``t_s``, ``tps``, ``qps``, ``latency_pct_ms``...) plus ``percentile``."""
+    result = parse(text_tail[: text_tail.rfind("\n") + 1])
+    if not result.intervals:
+        return None
+    last = result.intervals[-1]
+    values = {f.name: float(v) for f in fields(last) if (v := getattr(last, f.name)) is not None}
+    drained = any(c.t_s == last.t_s for c in result.checkpoints)
+    if not result.percentile or (drained and values.get("latency_pct_ms") == 0):
+        values.pop("latency_pct_ms", None)  # percentile off, or reset by the checkpoint
+    else:
+        values["percentile"] = float(result.percentile)
+    return values

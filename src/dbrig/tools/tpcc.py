@@ -342,6 +342,9 @@ class TpccTool(ServerWorkload):
     def database(self) -> str:
         return self.params.db
 
+    def live_interval(self, text_tail: str) -> dict[str, float] | None:
+        return sysbench.latest_interval(text_tail)  # tpcc.lua prints sysbench's interval lines
+
     def data_set_key(self) -> tuple:
         p = self.params
         return ("tpcc", p.db, p.warehouses, p.engine.lower(), p.foreign_keys)

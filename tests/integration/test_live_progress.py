@@ -1,0 +1,40 @@
+"""The live progress line of a real sysbench trial, off a terminal (as in CI logs)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from dbrig.run import progress
+from tests.integration.helpers import run_main, tiny_scenario, write_scenario
+
+LIVE = re.compile(
+    r"^    c000-r1 (?:warming up|running) (\d+)s \((\d+)s left\): [\d.]+ tps, p95 [\d.]+ ms$"
+)
+
+
+@pytest.mark.integration
+def test_plain_progress_lines_show_the_tps_while_the_trial_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(progress, "PLAIN_EVERY_S", 1.0)  # 10 s in CI logs; the trial lasts 5
+    data = tiny_scenario()
+    data["workload"]["sysbench"].update(time=4, report_interval=1)
+    scenario = write_scenario(tmp_path / "live.yaml", data)
+    result = run_main(
+        ["run", str(scenario), "--out", str(tmp_path / "runs"), "--no-report"], capsys
+    )
+    assert result.code == 0, result.err
+
+    lines = result.err.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("[1/1] c000-r1")))
+    end = lines.index(next(line for line in lines if line.startswith("    ok: ")))
+    live = [m for line in lines[start + 1 : end] if (m := LIVE.match(line))]
+    assert len(live) >= 2, result.err
+    elapsed = [int(m.group(1)) for m in live]
+    assert elapsed == sorted(elapsed) and len(set(elapsed)) == len(elapsed), result.err
+    # printed while sysbench ran: with time left, before the trial's end line
+    assert any(int(m.group(2)) > 0 for m in live), result.err
+    assert "password" not in result.err and "--mysql" not in result.err
