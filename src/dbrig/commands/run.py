@@ -45,10 +45,14 @@ def run_scenario(
     keep_data: bool = False,
     report: bool = True,
     seed: int | None = None,
+    shard: str | None = None,
     emit: Callable[[str], None] | None = None,
 ) -> RunOutcome:
-    """Run every pending trial of a scenario file or a saved run; raises DbrigError."""
-    plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed)
+    """Run every pending trial of a scenario file or a saved run; raises DbrigError.
+
+    ``shard`` (``"I/N"``) runs only shard I of N of the plan's cells (see
+    :mod:`dbrig.scenario.shard`); a resumed shard run keeps its saved shard."""
+    plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed, shard)
     tools = preflight.preflight(plan, out if run_dir is None else run_dir.path)
     if run_dir is None:
         run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
@@ -75,7 +79,11 @@ def run_scenario(
 
 
 def _plan_and_run_dir(
-    scenario_file: Path | None, resume: Path | None, retry_failed: bool, seed: int | None
+    scenario_file: Path | None,
+    resume: Path | None,
+    retry_failed: bool,
+    seed: int | None,
+    shard: str | None = None,
 ) -> tuple[scenario.Plan, store.RunDir | None]:
     if (scenario_file is None) == (resume is None):
         raise ConfigError("run: give a SCENARIO_FILE or --resume RUN_DIR (one of them)")
@@ -84,10 +92,21 @@ def _plan_and_run_dir(
     if resume is not None:
         if seed is not None:
             raise ConfigError("--seed: a resumed run keeps its saved seed; drop --seed")
+        if shard is not None:
+            raise ConfigError("--shard: a resumed run keeps its saved shard; drop --shard")
         run_dir, plan = resume_plan(resume)
         return plan, run_dir
     assert scenario_file is not None
-    return scenario.load(scenario_file, seed=seed), None
+    index_count = scenario.parse_shard(shard) if shard is not None else None
+    plan = scenario.load(scenario_file, seed=seed)
+    if index_count is None:
+        return plan, None
+    if seed is None and plan.scenario.seed is None:
+        raise ConfigError(
+            f"--shard {shard}: give every shard the same --seed N (or seed: in "
+            f"{scenario_file}), so that they share one trial order and can be merged"
+        )
+    return scenario.shard_plan(plan, *index_count), None
 
 
 def _report_after_run(run_dir: store.RunDir) -> Path | None:
@@ -109,8 +128,8 @@ def _report_after_run(run_dir: store.RunDir) -> Path | None:
 
 
 def resume_plan(resume_dir: Path) -> tuple[store.RunDir, scenario.Plan]:
-    """The saved scenario and shuffle seed: a resumed run is the run it was, whatever the
-    scenario file says now."""
+    """The saved scenario, shuffle seed and shard: a resumed run is the run it was, whatever
+    the scenario file says now."""
     run_dir = store.RunDir.open(resume_dir)
     saved_run = run_dir.saved()
     if saved_run.raw_scenario is None:
@@ -120,6 +139,9 @@ def resume_plan(resume_dir: Path) -> tuple[store.RunDir, scenario.Plan]:
     plan = scenario.plan_from_dict(
         dict(saved_run.raw_scenario), source=source, seed=saved_run.seed, cpu_count=cores
     )
+    if saved_run.shard is not None:
+        shard = saved_run.shard
+        plan = plan.sharded(shard.index, shard.count, shard.cells)
     saved = {c.cell: dict(c.factors) for c in saved_run.cells}
     now = {c.id: c.factor_dict for c in plan.cells}
     if json.loads(json.dumps(now)) != saved:
@@ -175,6 +197,14 @@ def print_dry_run(plan: scenario.Plan) -> None:
     type=click.IntRange(0, 2**31 - 1),
     help="Shuffle seed, over the scenario's own: reruns the order a --dry-run printed.",
 )
+@click.option(
+    "--shard",
+    metavar="I/N",
+    help="Run only shard I of N (1-based): whole cells, never a cell's repetitions split "
+    "over machines (that would mix machine differences into its spread); the unsharded "
+    "seeded order minus other shards' cells. Needs the same --seed on every shard. "
+    "Join the pieces with dbrig merge.",
+)
 def run_command(
     scenario_file: Path | None,
     out: Path | None,
@@ -184,10 +214,11 @@ def run_command(
     keep_data: bool,
     report: bool,
     seed: int | None,
+    shard: str | None,
 ) -> None:
     """Run every cell of SCENARIO_FILE and save the results."""
     if dry_run:
-        plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed)
+        plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed, shard)
         print_dry_run(plan)
         return
     outcome = run_scenario(
@@ -198,6 +229,7 @@ def run_command(
         keep_data=keep_data,
         report=report,
         seed=seed,
+        shard=shard,
     )
     if outcome.failed:
         print_line(err_console(), f"dbrig: {outcome.failed} of {outcome.total} trials failed")

@@ -1,0 +1,81 @@
+"""``--shard I/N``: a plan's cells split over N machines, whole cells at a time.
+
+A cell is never split: its repetitions on two machines would mix the machines'
+differences into the cell's spread, which then reads as noise (or hides a
+regression). Each shard runs the unsharded run's seeded order with the other
+shards' trials left out, so the merged run has the order a single machine
+would have run.
+
+The split is deterministic given the scenario: cells are weighed by their
+expected time (repetitions x the workload's ``expected_seconds``) when every
+cell's is known, else by their number of trials; heaviest first, each goes to
+the shard with the least weight so far (the lowest index on a tie), the cells
+of one shard kept in matrix order. Cells of equal weight are taken in an order
+hashed from the scenario's digest and the cell id, not in matrix order: matrix
+order dealt round-robin would give each shard one value of the last factor, and
+every comparison along that factor would be a comparison of machines. The seed
+plays no part in the split.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from dbrig.errors import ConfigError
+from dbrig.scenario.matrix import Cell, Plan
+from dbrig.tools.registry import workload_for
+
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+def parse_shard(text: str, flag: str = "--shard") -> tuple[int, int]:
+    """``"2/4"`` as (2, 4); ConfigError naming ``flag`` for anything else."""
+    match = _SHARD.match(text)
+    if match is None:
+        raise ConfigError(f"{flag} {text}: expected I/N, shard I of N (e.g. 1/4)")
+    index, count = int(match.group(1)), int(match.group(2))
+    if count < 1:
+        raise ConfigError(f"{flag} {text}: N must be at least 1")
+    if not 1 <= index <= count:
+        raise ConfigError(f"{flag} {text}: I must be between 1 and {count} (shards count from 1)")
+    return index, count
+
+
+def cell_weight(cell: Cell, repeat: int) -> float | None:
+    """The cell's expected seconds over all its repetitions, None when the tool cannot say."""
+    scenario = cell.scenario
+    seconds = workload_for(scenario.workload).expected_seconds(scenario.warmup)
+    return None if seconds is None else seconds * repeat
+
+
+def split_cells(plan: Plan, count: int) -> list[tuple[str, ...]]:
+    """The cell ids of each of ``count`` shards (index 0 is shard 1), balanced by weight."""
+    cells, repeat = plan.cells, plan.scenario.repeat
+    weights = [cell_weight(c, repeat) for c in cells]
+    if any(w is None for w in weights):
+        weights = [float(repeat)] * len(cells)
+    mixed = [_mix(plan.digest, c.id) for c in cells]
+    loads = [0.0] * count
+    members: list[list[int]] = [[] for _ in range(count)]
+    heaviest_first = sorted(range(len(cells)), key=lambda i: (-(weights[i] or 0.0), mixed[i]))
+    for i in heaviest_first:
+        lightest = min(range(count), key=lambda s: (loads[s], s))
+        loads[lightest] += weights[i] or 0.0
+        members[lightest].append(i)
+    return [tuple(cells[i].id for i in sorted(group)) for group in members]
+
+
+def _mix(digest: str, cell_id: str) -> str:
+    return hashlib.sha256(f"{digest}:{cell_id}".encode()).hexdigest()
+
+
+def shard_plan(plan: Plan, index: int, count: int, flag: str = "--shard") -> Plan:
+    """The plan of shard ``index`` of ``count``; ConfigError when a shard would be empty."""
+    if count > len(plan.cells):
+        raise ConfigError(
+            f"{flag} {index}/{count}: the scenario has {len(plan.cells)} cells and a cell is "
+            f"never split over shards; use at most {len(plan.cells)} shards"
+        )
+    cell_ids = split_cells(plan, count)[index - 1]
+    return plan.sharded(index, count, cell_ids)
