@@ -9,17 +9,27 @@ exit 2), which :func:`dbrig.cli.main` turns into one line on stderr.
 from dbrig.commands.compare import compare_command
 from dbrig.commands.doctor import doctor_command
 from dbrig.commands.history import history_command
+from dbrig.commands.merge import merge_command
 from dbrig.commands.report import report_command
 from dbrig.commands.run import run_command
 from dbrig.commands.show import show_command
 
-ALL = (run_command, show_command, report_command, compare_command, history_command, doctor_command)
+ALL = (
+    run_command,
+    show_command,
+    report_command,
+    compare_command,
+    history_command,
+    doctor_command,
+    merge_command,
+)
 
 __all__ = [
     "ALL",
     "compare_command",
     "doctor_command",
     "history_command",
+    "merge_command",
     "report_command",
     "run_command",
     "show_command",

@@ -8,19 +8,19 @@ would have run.
 
 The split is deterministic given the scenario: cells are weighed by their
 expected time (repetitions x the workload's ``expected_seconds``) when every
-cell's is known, else by their number of trials; heaviest first, each goes to
-the shard with the least weight so far (the lowest index on a tie), the cells
-of one shard kept in matrix order. Cells of equal weight are taken in an order
-hashed from the scenario's digest and the cell id, not in matrix order: matrix
-order dealt round-robin would give each shard one value of the last factor, and
-every comparison along that factor would be a comparison of machines. The seed
-plays no part in the split.
+cell's is known, else by their number of trials. Heaviest first (matrix order
+among equals), each cell goes to the shard with the least weight so far; among
+shards of equal weight, to the one holding the fewest cells that share a
+factor value with it (then the lowest index). Dealt round-robin in matrix
+order, equal cells would give each shard one value of the last factor, and
+every comparison along that factor would be a comparison of machines. The
+cells of one shard are kept in matrix order. The seed plays no part.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
+from collections import Counter
 
 from dbrig.errors import ConfigError
 from dbrig.scenario.matrix import Cell, Plan
@@ -55,19 +55,20 @@ def split_cells(plan: Plan, count: int) -> list[tuple[str, ...]]:
     weights = [cell_weight(c, repeat) for c in cells]
     if any(w is None for w in weights):
         weights = [float(repeat)] * len(cells)
-    mixed = [_mix(plan.digest, c.id) for c in cells]
     loads = [0.0] * count
+    values: list[Counter[str]] = [Counter() for _ in range(count)]  # factor=value per shard
     members: list[list[int]] = [[] for _ in range(count)]
-    heaviest_first = sorted(range(len(cells)), key=lambda i: (-(weights[i] or 0.0), mixed[i]))
-    for i in heaviest_first:
-        lightest = min(range(count), key=lambda s: (loads[s], s))
-        loads[lightest] += weights[i] or 0.0
-        members[lightest].append(i)
+    for i in sorted(range(len(cells)), key=lambda i: (-(weights[i] or 0.0), i)):
+        mine = _factor_values(cells[i])
+        chosen = min(range(count), key=lambda s: (loads[s], sum(values[s][v] for v in mine), s))
+        loads[chosen] += weights[i] or 0.0
+        values[chosen].update(mine)
+        members[chosen].append(i)
     return [tuple(cells[i].id for i in sorted(group)) for group in members]
 
 
-def _mix(digest: str, cell_id: str) -> str:
-    return hashlib.sha256(f"{digest}:{cell_id}".encode()).hexdigest()
+def _factor_values(cell: Cell) -> list[str]:
+    return [f"{path}={value!r}" for path, value in cell.factors]
 
 
 def shard_plan(plan: Plan, index: int, count: int, flag: str = "--shard") -> Plan:
