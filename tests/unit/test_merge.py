@@ -15,8 +15,10 @@ from dbrig import cli, store
 from dbrig.commands import merge as merge_module
 from dbrig.commands._common import load_run_input
 from dbrig.commands.merge import merge_runs
+from dbrig.commands.run import resume_plan
 from dbrig.errors import ConfigError
 from dbrig.report import run_warnings
+from dbrig.run.runner import pending_trials
 from dbrig.scenario import plan_from_dict, shard_plan
 from tests.helpers.files import COMPLETE
 
@@ -214,3 +216,15 @@ def test_the_cli_exits_2_in_one_line(
     assert ended.value.code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err
+
+
+def test_a_resumed_shard_keeps_its_shard(tmp_path: Path) -> None:
+    piece = cut_shards(tmp_path, 2)[1]
+    run = store.RunDir(piece)
+    dropped = run.trial_ids()[0]
+    shutil.rmtree(run.trial_path(dropped))
+    run_dir, plan = resume_plan(piece)
+    assert plan.shard is not None and plan.shard.label == "2/2"
+    assert tuple(c.id for c in plan.cells) == run.saved().shard.cells  # type: ignore[union-attr]
+    assert [t.id for t in plan.trials] == list(run.saved().trials)
+    assert [t.id for t in pending_trials(plan, run_dir, retry_failed=False)] == [dropped]
