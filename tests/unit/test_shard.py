@@ -10,6 +10,7 @@ from dbrig import cli
 from dbrig.errors import ConfigError
 from dbrig.run.dryrun import describe
 from dbrig.scenario import parse_shard, plan_from_dict, shard_plan, split_cells
+from dbrig.store import SavedRun, ShardRecord
 
 SYSBENCH = {"test": "oltp_read_write", "tables": 1, "table_size": 100, "time": 10}
 
@@ -150,3 +151,16 @@ def test_a_resumed_run_refuses_a_new_shard(tmp_path: Any, capsys: Any) -> None:
         cli.main(["run", "--resume", str(tmp_path), "--shard", "1/2"])
     assert ended.value.code == 2
     assert "--shard: a resumed run keeps its saved shard" in capsys.readouterr().err
+
+
+def test_run_json_shard_round_trips_and_is_checked() -> None:
+    base = {"format_version": 2, "status": "complete"}
+    shard = {"index": 2, "count": 3, "cells": ["c001", "c004"]}
+    saved = SavedRun.from_json({**base, "shard": shard})
+    assert saved.shard == ShardRecord(2, 3, ("c001", "c004")) and saved.shard.label == "2/3"
+    assert saved.to_json()["shard"] == shard and "shard" not in saved.extra
+    assert "shard" not in SavedRun.from_json(base).to_json()
+    with pytest.raises(ConfigError, match="shard: index 4 of count 3"):
+        SavedRun.from_json({**base, "shard": {**shard, "index": 4}})
+    with pytest.raises(ConfigError, match="shard: expected an object"):
+        SavedRun.from_json({**base, "shard": "2/3"})
