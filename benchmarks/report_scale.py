@@ -34,6 +34,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dbrig.store.model import SavedRun, TrialResult
+
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE_RUN = ROOT / "tests/fixtures/runs/small-20261121-235548"
 WARMUP_S = 10
@@ -72,12 +74,14 @@ def generate(run: Path, cells: int, seconds: int, repeat: int, rng: np.random.Ge
         trials=trials,
         trials_saved=len(trials),
     )
-    (run / "run.json").write_text(json.dumps(meta, indent=2))
+    current = SavedRun.from_json(meta, "run.json").to_json()  # the template is format 1
+    (run / "run.json").write_text(json.dumps(current, indent=2))
     (run / "scenario.yaml").write_text((TEMPLATE_RUN / "scenario.yaml").read_text())
     results = results_frame(cell_ids, combos, repeat, seconds, rng)
     results.to_csv(run / "results.csv", index=False)
     variants = [sample_files(run / f".variant{v}", seconds, rng) for v in range(VARIANTS)]
-    trial_json = json.loads((TEMPLATE_RUN / "trials/c000-r1/trial.json").read_text())
+    template_trial = json.loads((TEMPLATE_RUN / "trials/c000-r1/trial.json").read_text())
+    trial_json = TrialResult.from_json(template_trial).to_json()
     identity = results[["trial", "cell", "repetition", *FACTORS]].to_numpy().tolist()
     for number, (trial, cell, repetition, *values) in enumerate(identity):
         folder = run / "trials" / trial

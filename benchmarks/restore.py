@@ -1,107 +1,260 @@
 #!/usr/bin/env python3
-"""Restore time after a write workload: dbrig's restore vs ``rm -rf && cp -a``, alternating.
+"""Restore and set-up costs on a datadir of sysbench tables, measured side by side.
 
-Prepares sysbench data in a sandbox, snapshots it, then repeats: run a short
-write-only workload (so the datadir really differs from the snapshot), stop
-the server, restore with method A or B (alternating which goes first), and
-time it. dbrig's restore copies to a sibling and swaps it in by rename, so an
-interrupted restore never leaves a half-copied datadir; this measures what
-that safety costs against the plain shell idiom.
+Prepares sysbench tables in a sandbox (``--tables`` x ``--table-size``: 8 x 1M rows
+is about 2 GiB) and snapshots it, then prints four ratios, each alternating A and B
+(which goes first alternates per round) and giving the median and spread:
 
-    .venv/bin/python benchmarks/restore.py --rounds 10 --tables 4 --table-size 50000
+1. after a read-only trial: dbrig's restore ÷ ``rm -rf && cp -a`` of the whole datadir
+   (issue 14's target: ≤ 0.1);
+2. after an oltp_read_write trial: dbrig's restore ÷ copying just the changed files with
+   ``cp -a`` (the same files, found beforehand, untimed; target ≤ 1.1);
+3. on XFS with reflink (a loop mount made here, as root): dbrig's restore after an
+   oltp_read_write trial ÷ ``rm -rf && cp -a`` of the whole datadir on the work
+   directory's filesystem (ext4 here; target ≤ 0.05);
+4. the snapshot cache: a second run's set-up (fetching the cached snapshot and checking
+   its digest) ÷ the first run's (init + prepare + snapshot + storing it in the cache),
+   both timed in this process on the same data (target ≤ 0.1). The first run's set-up
+   is made once; the ratio uses the median of the fetches.
+
+    .venv/bin/python benchmarks/restore.py --rounds 5 --tables 8 --table-size 1000000
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from dbrig import proc
-from dbrig.analysis.stats import summarize
 from dbrig.host import probe
+from dbrig.server import cache as sc
 from dbrig.server import datadir as dd
+from dbrig.server import manifest as mf
 from dbrig.server.binary import find_server
 from dbrig.server.sandbox import Sandbox
 from dbrig.tools import sysbench
 
-CONFIG = {"innodb_buffer_pool_size": "128M", "innodb_log_file_size": "48M"}
+CONFIG = {"innodb_buffer_pool_size": "512M", "innodb_log_file_size": "96M"}
 
 
-def dbrig_restore(snapshot: Path, datadir: Path) -> float:
-    return dd.restore(snapshot, datadir).seconds
+def tree_gib(root: Path) -> float:
+    return sum(f.stat().st_size for f in root.rglob("*") if f.is_file()) / 2**30
 
 
-def shell_restore(snapshot: Path, datadir: Path) -> float:
+def whole_copy(snapshot: Path, datadir: Path) -> float:
     started = time.monotonic()
     shutil.rmtree(datadir)
     subprocess.run(["cp", "-a", str(snapshot), str(datadir)], check=True)
     return time.monotonic() - started
 
 
-def dirty(box: Sandbox, p: sysbench.SysbenchParams, work: Path) -> None:
+def changed_files_copy(snapshot: Path, datadir: Path) -> float:
+    """The floor a restore of the changed files can reach: cp -a of exactly those files
+    (found beforehand, untimed), one cp per directory, created files removed."""
+    recorded = mf.load(dd.manifest_path(datadir))
+    assert recorded is not None
+    changes = mf.compare(recorded.tree, mf.scan(datadir))
+    by_dir: dict[str, list[str]] = defaultdict(list)
+    for rel in changes.changed:
+        by_dir[os.path.dirname(rel)].append(rel)
+    started = time.monotonic()
+    for rel in changes.created_files:
+        (datadir / rel).unlink()
+    for parent, names in by_dir.items():
+        for rel in names:
+            (datadir / rel).unlink(missing_ok=True)
+        sources = [str(snapshot / rel) for rel in names]
+        subprocess.run(["cp", "-a", *sources, f"{datadir / parent}/"], check=True)
+    return time.monotonic() - started
+
+
+def dbrig_restore(snapshot: Path, datadir: Path) -> float:
+    timing = dd.restore(snapshot, datadir)
+    assert timing.path == "changed", timing
+    return timing.seconds
+
+
+def trial(box: Sandbox, p: sysbench.SysbenchParams, test: str, work: Path) -> None:
     box.start(CONFIG)
     try:
-        write = p.model_copy(update={"test": "oltp_write_only", "time": 3, "threads": 2})
-        argv = sysbench.build_command(write, box.endpoint(p.db), "run")
-        proc.run(argv, timeout_s=60, stdout=work / "write.out", merge_stderr=True)
+        run = p.model_copy(update={"test": test, "time": 3, "threads": 2})
+        argv = sysbench.build_command(run, box.endpoint(p.db), "run")
+        proc.run(argv, timeout_s=60, stdout=work / f"{test}.out", merge_stderr=True)
     finally:
         box.stop()
 
 
+def alternate(
+    rounds: int,
+    before: Callable[[], None],
+    methods: dict[str, Callable[[], float]],
+    after: Callable[[str], None] = lambda name: None,
+) -> dict[str, list[float]]:
+    names = list(methods)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for i in range(rounds):
+        for name in names if i % 2 == 0 else names[::-1]:
+            before()
+            times[name].append(methods[name]())
+            after(name)
+        print("  round", i + 1, "  ".join(f"{n} {times[n][-1]:.3f} s" for n in names), flush=True)
+    return times
+
+
+def report(title: str, a: str, b: str, times: dict[str, list[float]], target: str) -> None:
+    ratios = [x / y for x, y in zip(times[a], times[b], strict=True)]
+    print(
+        f"{title}: {a} / {b} median {statistics.median(ratios):.3f} "
+        f"(range {min(ratios):.3f}-{max(ratios):.3f}, {len(ratios)} rounds; target {target}); "
+        f"medians {statistics.median(times[a]):.3f} s vs {statistics.median(times[b]):.3f} s",
+        flush=True,
+    )
+
+
+@contextlib.contextmanager
+def xfs_loop_mount(size_bytes: int) -> Iterator[Path]:
+    """An XFS filesystem with reflink in a sparse file, mounted; removed afterwards."""
+    work = Path(tempfile.mkdtemp(prefix="dbrig-xfs-", dir="/tmp"))
+    image, mount = work / "fs.img", work / "mnt"
+    mount.mkdir()
+    with open(image, "wb") as handle:
+        handle.truncate(size_bytes)
+    try:
+        subprocess.run(["mkfs.xfs", "-q", "-m", "reflink=1", str(image)], check=True)
+        subprocess.run(["mount", "-o", "loop", str(image), str(mount)], check=True)
+        try:
+            yield mount
+        finally:
+            subprocess.run(["umount", str(mount)], check=True, timeout=120)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def prepare(box: Sandbox, p: sysbench.SysbenchParams, work: Path) -> None:
+    box.initialize()
+    box.start(CONFIG)
+    box.prepare_accounts(p.db)
+    argv = sysbench.build_command(p, box.endpoint(p.db), "prepare")
+    if proc.run(argv, timeout_s=3600, stdout=work / "prepare.out").returncode:
+        sys.exit("prepare failed")
+    box.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument("--tables", type=int, default=4)
-    ap.add_argument("--table-size", type=int, default=50000)
-    ap.add_argument(
-        "--dir", type=Path, default=None, help="work directory (put it on XFS/btrfs for reflink)"
-    )
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--tables", type=int, default=8)
+    ap.add_argument("--table-size", type=int, default=1_000_000)
+    ap.add_argument("--dir", type=Path, default=None, help="work directory (default: TMPDIR)")
+    ap.add_argument("--skip", default="", help="comma-separated: readonly,readwrite,xfs,cache")
     args = ap.parse_args()
     if args.rounds < 2:
         ap.error("--rounds: at least 2 (a spread needs two)")
+    skip = set(filter(None, args.skip.split(",")))
     p = sysbench.SysbenchParams(tables=args.tables, table_size=args.table_size, threads=2)
     with tempfile.TemporaryDirectory(prefix="dbrig-restore-", dir=args.dir) as tmp:
         work = Path(tmp)
         box = Sandbox("bench", find_server(), work / "server")
+        snapshot = work / "snapshot"
         try:
-            box.initialize()
-            box.start(CONFIG)
-            box.prepare_accounts(p.db)
-            argv = sysbench.build_command(p, box.endpoint(p.db), "prepare")
-            if proc.run(argv, timeout_s=900, stdout=work / "prepare.out").returncode:
-                sys.exit("prepare failed")
-            box.stop()
-            snapshot = work / "snapshot"
+            started = time.monotonic()
+            prepare(box, p, work)
             dd.snapshot(box.datadir, snapshot)
-            size_mb = sum(f.stat().st_size for f in snapshot.rglob("*") if f.is_file()) / 2**20
-            print(f"datadir {size_mb:.0f} MiB, reflink: {probe.supports_reflink(work)}")
-            times: dict[str, list[float]] = {"dbrig": [], "rm+cp": []}
-            methods = {"dbrig": dbrig_restore, "rm+cp": shell_restore}
-            for i in range(args.rounds):
-                order = ["dbrig", "rm+cp"] if i % 2 == 0 else ["rm+cp", "dbrig"]
-                for name in order:
-                    dirty(box, p, work)
-                    times[name].append(methods[name](snapshot, box.datadir))
-                print(
-                    f"round {i + 1}: dbrig {times['dbrig'][-1]:.3f} s  "
-                    f"rm+cp {times['rm+cp'][-1]:.3f} s",
-                    flush=True,
+            first_setup = time.monotonic() - started
+            fs = probe.filesystem_of(work).get("fstype", "?")
+            print(
+                f"datadir {tree_gib(snapshot):.2f} GiB ({args.tables} x {args.table_size} rows) "
+                f"on {fs}, reflink {probe.supports_reflink(work)}; set-up {first_setup:.1f} s",
+                flush=True,
+            )
+            if "readonly" not in skip:
+                times = alternate(
+                    args.rounds,
+                    lambda: trial(box, p, "oltp_read_only", work),
+                    {
+                        "restore": lambda: dbrig_restore(snapshot, box.datadir),
+                        "cp -a": lambda: whole_copy(snapshot, box.datadir),
+                    },
+                    lambda name: dd.record_manifest(box.datadir, snapshot),
                 )
+                report("after a read-only trial", "restore", "cp -a", times, "<= 0.1")
+            if "readwrite" not in skip:
+                times = alternate(
+                    args.rounds,
+                    lambda: trial(box, p, "oltp_read_write", work),
+                    {
+                        "restore": lambda: dbrig_restore(snapshot, box.datadir),
+                        "cp changed": lambda: changed_files_copy(snapshot, box.datadir),
+                    },
+                    lambda name: dd.record_manifest(box.datadir, snapshot),
+                )
+                report("after an oltp_read_write trial", "restore", "cp changed", times, "<= 1.1")
+            if "xfs" not in skip:
+                xfs_ratio(args.rounds, box, p, snapshot, work)
+            if "cache" not in skip:
+                cache_ratio(args.rounds, snapshot, work, first_setup)
         finally:
             box.close()
-    ratios = [a / b for a, b in zip(times["dbrig"], times["rm+cp"], strict=True)]
-    s = summarize(ratios)
+
+
+def xfs_ratio(
+    rounds: int, box: Sandbox, p: sysbench.SysbenchParams, snapshot: Path, work: Path
+) -> None:
+    size = int(tree_gib(snapshot) * 2**30)
+    with xfs_loop_mount(max(3 * size + 2**30, 2**31)) as mount:
+        on_xfs = Sandbox("bench-xfs", box.binary, mount / "server")
+        xfs_snapshot = mount / "snapshot"
+        subprocess.run(["cp", "-a", str(snapshot), str(xfs_snapshot)], check=True)
+        dd.restore(xfs_snapshot, on_xfs.datadir)
+        try:
+            times = alternate(
+                rounds,
+                lambda: None,
+                {
+                    "xfs restore": lambda: (
+                        trial(on_xfs, p, "oltp_read_write", work),
+                        dbrig_restore(xfs_snapshot, on_xfs.datadir),
+                    )[1],
+                    "ext4 cp -a": lambda: whole_copy(snapshot, box.datadir),
+                },
+            )
+        finally:
+            on_xfs.close()
+    dd.record_manifest(box.datadir, snapshot)
+    report("XFS workspace after oltp_read_write", "xfs restore", "ext4 cp -a", times, "<= 0.05")
+
+
+def cache_ratio(rounds: int, snapshot: Path, work: Path, first_setup: float) -> None:
+    cache = sc.SnapshotCache.open(work / "cache", say=print)
+    key = {"data_set": "bench"}
+    started = time.monotonic()
+    assert cache.store(key, snapshot)
+    first = first_setup + time.monotonic() - started
+    fetches = []
+    for i in range(rounds):
+        target = work / f"fetched-{i}"
+        started = time.monotonic()
+        assert cache.fetch(key, target)
+        fetches.append(time.monotonic() - started)
+        shutil.rmtree(target)
+    ratios = [f / first for f in fetches]
+    how = "clones" if probe.supports_reflink(work) else "copies"
     print(
-        f"\nrestore time dbrig / rm+cp over {len(ratios)} rounds: median "
-        f"{statistics.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f}), mean "
-        f"{s.mean:.2f} (95 % CI {s.ci_low:.2f}-{s.ci_high:.2f}); medians "
-        f"{statistics.median(times['dbrig']):.3f} s vs {statistics.median(times['rm+cp']):.3f} s"
+        f"snapshot cache: second run's set-up / first run's median "
+        f"{statistics.median(ratios):.3f} (range {min(ratios):.3f}-{max(ratios):.3f}, "
+        f"{rounds} fetches; target <= 0.1); {statistics.median(fetches):.2f} s vs {first:.1f} s "
+        f"(cache on the work directory's filesystem: {how})",
+        flush=True,
     )
 
 

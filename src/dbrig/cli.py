@@ -45,6 +45,9 @@ for _command in commands.ALL:
 def main(argv: list[str] | None = None) -> None:
     """The one error boundary: every way out stops every child first, then sets the code."""
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    # A log line that cannot be written (a full disk holding dbrig.log) is dropped, not
+    # printed as a traceback: the error that matters is reported on its own.
+    logging.raiseExceptions = debug
     try:
         code = _run_cli(argv, debug)
     finally:

@@ -60,6 +60,17 @@ class ServerError(DbrigError):
     exit_code = EXIT_RUNTIME
 
 
+class ServerInitError(ServerError):
+    """A managed server could not initialise its datadir: no trial of it can run, so the
+    run stops (exit 3) instead of failing every trial alike."""
+
+
+class DiskFull(DbrigError):
+    """A filesystem dbrig writes to is full: nothing more can be saved, so the run stops."""
+
+    exit_code = EXIT_RUNTIME
+
+
 class ToolError(DbrigError):
     """A benchmark tool failed (non-zero exit, FATAL, timeout)."""
 

@@ -87,6 +87,9 @@ class Metric:
     # None: dbrig states no direction (direction_of still applies its naming rules).
     direction: Direction | None = None
     headline: bool = False  # a column of the result tables, in registry order
+    # A context column of the result tables where the run has it, after the headline
+    # ones, mean only: how much interference happened, who used the CPU.
+    detail: bool = False
     compared: bool = False  # compared by `dbrig compare` without --metric, in registry order
     short: str = ""  # terminal table heading; the label when empty
     progress: str | None = None  # its part of the per-trial progress line: "{} tps"
@@ -282,8 +285,12 @@ def _mysqlslap() -> Iterator[Metric]:
         short="avg s",
         progress="avg {} s",
     )
-    yield Metric("min_s", "min run time", "s", m, "fastest iteration")
-    yield Metric("max_s", "max run time", "s", m, "slowest iteration")
+    yield Metric(
+        "min_s", "min run time", "s", m, "fastest iteration", fmt=".3f", detail=True, short="min s"
+    )
+    yield Metric(
+        "max_s", "max run time", "s", m, "slowest iteration", fmt=".3f", detail=True, short="max s"
+    )
     yield Metric(
         "queries_per_s",
         "query rate",
@@ -304,8 +311,17 @@ def _mysqlslap() -> Iterator[Metric]:
 
 def _runner() -> Iterator[Metric]:
     r = RUNNER
-    yield Metric("client_user_cpu_s", "client user CPU", "s", r, "the workload tool's, from wait4")
-    yield Metric("client_sys_cpu_s", "client system CPU", "s", r, "the workload tool's, from wait4")
+    for mode, word in (("user", "usr"), ("sys", "sys")):
+        yield Metric(
+            f"client_{mode}_cpu_s",
+            f"client {'user' if mode == 'user' else 'system'} CPU",
+            "s",
+            r,
+            "the workload tool's, from wait4",
+            fmt=".2f",
+            detail=True,
+            short=f"client {word} s",
+        )
     for step, label in (
         ("restore", "restore"),
         ("server_start", "server start"),
@@ -319,18 +335,45 @@ def _runner() -> Iterator[Metric]:
 def _stress_ng() -> Iterator[Metric]:
     n = STRESS_NG
     yield Metric("stress_cpu_s_requested", "stress CPU asked", "s", n, "workers x load x time")
-    yield Metric("stress_cpu_s_achieved", "stress CPU got", "s", n, "usr + sys, from wait4")
-    yield Metric("stress_achieved_ratio", "stress achieved", "0..1", n, "got / asked")
+    yield Metric(
+        "stress_cpu_s_achieved",
+        "stress CPU got",
+        "s",
+        n,
+        "usr + sys, from wait4",
+        fmt=".1f",
+        detail=True,
+        short="stress CPU s",
+    )
+    yield Metric(
+        "stress_achieved_ratio",
+        "stress achieved",
+        "0..1",
+        n,
+        "got / asked",
+        fmt=".0%",
+        detail=True,
+        short="stress got %",
+    )
     yield Metric("stress_bogo_ops", "bogo ops", "", n, "--metrics-brief")
     yield Metric("stress_bogo_ops_per_s", "bogo ops rate", "ops/s", n, "--metrics-brief, real time")
     yield Metric("stress_usr_s", "stress user time", "s", n, "--metrics-brief")
     yield Metric("stress_sys_s", "stress system time", "s", n, "--metrics-brief")
 
 
-def _process(key: str, who: str) -> Iterator[Metric]:
+def _process(key: str, who: str, short: str) -> Iterator[Metric]:
     """procs.csv summaries of one role (sampling.summary.role_key)."""
     h = HOST_SAMPLER
-    yield Metric(f"{key}_cpu_pct", f"{who} CPU", "% of one core", h, "mean share")
+    yield Metric(
+        f"{key}_cpu_pct",
+        f"{who} CPU",
+        "% of one core",
+        h,
+        "mean share",
+        fmt=".0f",
+        detail=True,
+        short=f"{short} CPU %",
+    )
     yield Metric(f"{key}_cpu_s", f"{who} CPU time", "s", h, "CPU seconds in the window")
     yield Metric(f"{key}_rss_mb_max", f"{who} peak RSS", "MiB", h)
     yield Metric(f"{key}_ctx_switches", f"{who} context switches", "", h, "count in the window")
@@ -353,9 +396,9 @@ def _samplers() -> Iterator[Metric]:
     yield Metric("swap_in_mb_per_s", "swap in", "MiB/s", h)
     yield Metric("swap_out_mb_per_s", "swap out", "MiB/s", h)
     yield Metric("mem_available_mb_min", "min available memory", "MiB", h)
-    yield from _process("server", "server")
-    yield from _process("workload", "workload")
-    yield from _process("stress", "stress-ng")
+    yield from _process("server", "server", "server")
+    yield from _process("workload", "workload", "client")
+    yield from _process("stress", "stress-ng", "stress")
     yield Metric("questions_per_s", "questions", "1/s", STATUS_SAMPLER, "the server's counter")
     yield Metric(
         "buffer_pool_hit_ratio",
@@ -420,6 +463,11 @@ def headline(
 
 
 HEADLINE: tuple[Metric, ...] = headline()
+
+
+def detail(measured: Collection[str] | None = None) -> tuple[Metric, ...]:
+    """The context columns of the result tables (only those in ``measured`` if given)."""
+    return tuple(m for m in REGISTRY if m.detail and (measured is None or m.name in measured))
 
 
 def throughput_metrics(*, per_interval: bool = False) -> tuple[Metric, ...]:

@@ -17,15 +17,31 @@ from dbrig.errors import UnsafePathError
 MARKER = ".dbrig-owned"
 
 
-def mark_owned(path: Path, role: str) -> None:
-    """Create ``path`` (which must not exist or be empty) and mark it as dbrig's."""
+def mark_owned(path: Path, role: str, owner_pid: int | None = None) -> None:
+    """Create ``path`` (which must not exist or be empty) and mark it as dbrig's.
+
+    ``owner_pid``: the dbrig process whose lifetime the folder belongs to (a socket folder),
+    so a later run can tell it was left by a dbrig that is gone.
+    """
     path.mkdir(parents=True, exist_ok=True)
     if any(p.name != MARKER for p in path.iterdir()):
         raise UnsafePathError(
             f"{path} already exists and is not empty: dbrig creates its own directories",
             hint="choose another --out or remove it yourself",
         )
-    (path / MARKER).write_text(json.dumps({"created_by": "dbrig", "role": role}) + "\n")
+    marker: dict[str, object] = {"created_by": "dbrig", "role": role}
+    if owner_pid is not None:
+        marker["owner_pid"] = owner_pid
+    (path / MARKER).write_text(json.dumps(marker) + "\n")
+
+
+def marker(path: Path) -> dict[str, object]:
+    """What the marker says ({} when there is none or it cannot be read)."""
+    try:
+        data = json.loads((path / MARKER).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def is_owned(path: Path) -> bool:

@@ -66,6 +66,23 @@ def _die_with_parent_prefix() -> tuple[str, ...]:
     return (setpriv, "--pdeathsig", "TERM", "--") if "--pdeathsig" in helped.stdout else ()
 
 
+# Environment variables that hold secrets (the one a password_env names): no child sees them.
+_scrubbed: set[str] = set()
+
+
+def scrub_from_children(name: str) -> None:
+    """Keep the environment variable ``name`` out of every child started from now on."""
+    _scrubbed.add(name)
+
+
+def child_environment(env: Mapping[str, str] | None) -> dict[str, str] | None:
+    """dbrig's environment plus ``env``, without the scrubbed names (None: inherit as is)."""
+    if env is None and not _scrubbed:
+        return None
+    merged = {**os.environ, **(env or {})}
+    return {k: v for k, v in merged.items() if k not in _scrubbed}
+
+
 _die_with_parent: tuple[str, ...] | None = None  # None until probed
 _probe_lock = threading.Lock()
 _live: dict[int, subprocess.Popen] = {}
@@ -258,7 +275,7 @@ def _spawn_into(
     """
     prefix = _die_with_parent_argv()
     log.info("start: %s", " ".join(redact(argv)))
-    full_env = None if env is None else {**os.environ, **env}
+    full_env = child_environment(env)
     child: Child | None = None
     held = _HeldSignals()
     try:

@@ -197,8 +197,9 @@ def assert_data_removed(run: Path) -> None:
         assert not (server / "datadir.restoring").exists()
         assert not (server / "datadir.old").exists()
         snapshots = server / "snapshots"
-        left = [p for p in snapshots.iterdir() if p.is_dir()] if snapshots.exists() else []
+        left = list(snapshots.iterdir()) if snapshots.exists() else []
         assert left == [], f"snapshots left behind: {left}"
+        assert not snapshots.exists(), "an empty snapshots folder left behind"
         assert "ready for connections" in (server / "mysqld.err").read_text()
         assert (server / "my.cnf").is_file()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dbrig import ownership, proc
-from dbrig.errors import UnsafePathError
+from dbrig.errors import ServerError, UnsafePathError
 from dbrig.server import datadir as dd
 from dbrig.server.binary import find_server
 from dbrig.server.sandbox import Sandbox
@@ -43,7 +43,10 @@ def prepare_sysbench_data(sandbox: Sandbox, out: Path) -> None:
 
 
 @pytest.mark.integration
-def test_a_restore_brings_back_the_snapshot_exactly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", ["changed", "whole"])
+def test_a_restore_brings_back_the_snapshot_exactly(tmp_path: Path, path: str) -> None:
+    """Both restore paths: files the trial changed copied back (the datadir's manifest is
+    there), or the whole snapshot copied and swapped in (no manifest)."""
     sandbox = Sandbox("it", find_server(), tmp_path / "server")
     snapshot = sandbox.home / "snapshots" / "data"
     sandbox.initialize()
@@ -65,7 +68,9 @@ def test_a_restore_brings_back_the_snapshot_exactly(tmp_path: Path) -> None:
         assert table_state(sandbox) != at_snapshot
         sandbox.stop()
 
-        dd.restore(snapshot, sandbox.datadir)
+        if path == "whole":
+            dd.manifest_path(sandbox.datadir).unlink()
+        assert dd.restore(snapshot, sandbox.datadir).path == path
         sandbox.start(TINY_CONFIG)
         assert table_state(sandbox) == at_snapshot
         with contextlib.closing(sandbox.connect("sbtest")) as conn, conn.cursor() as cur:
@@ -77,6 +82,7 @@ def test_a_restore_brings_back_the_snapshot_exactly(tmp_path: Path) -> None:
     assert ownership.is_owned(sandbox.datadir) and ownership.is_owned(snapshot)
     siblings = {p.name for p in sandbox.home.iterdir()}
     assert "datadir.restoring" not in siblings and "datadir.old" not in siblings
+    assert "datadir.incomplete" not in siblings
 
 
 def listing(root: Path) -> dict[str, bytes]:
@@ -165,6 +171,51 @@ def test_a_copy_cut_short_by_ctrl_c_never_blocks_the_next_one(
     assert listing(snapshot) == expected
 
     (datadir / "file000").write_bytes(b"changed after the snapshot")
-    interrupted_at(delay_s, lambda: dd.restore(snapshot, datadir))
-    dd.restore(snapshot, datadir)
+    (datadir / "file001").unlink()
+    (datadir / "made-by-the-trial").write_bytes(b"new")
+    for _ in range(2):  # the second time, only what changed is copied back
+        interrupted_at(delay_s, lambda: dd.restore(snapshot, datadir))
+        dd.restore(snapshot, datadir)
+        assert listing(datadir) == expected
+        assert not dd.incomplete_marker(datadir).exists()
+        (datadir / "file002").write_bytes(b"changed by another trial")
+
+
+@pytest.mark.integration
+def test_a_restore_in_place_cut_short_is_never_started_on_and_is_redone_whole(
+    tmp_path: Path,
+) -> None:
+    datadir, snapshot = tmp_path / "datadir", tmp_path / "snapshots" / "data"
+    ownership.mark_owned(datadir, role="datadir")
+    fill(datadir, files=20)
+    expected = listing(datadir)
+    dd.snapshot(datadir, snapshot)
+    (datadir / "file000").write_bytes(b"changed")
+    dd.incomplete_marker(datadir).write_text("a restore was cut short here\n")
+
+    sandbox = Sandbox("it", find_server(), tmp_path)
+    with pytest.raises(ServerError, match="half-restored"):
+        sandbox.start(TINY_CONFIG)
+    timing = dd.restore(snapshot, datadir)
+    assert timing.path == "whole" and listing(datadir) == expected
+    assert not dd.incomplete_marker(datadir).exists()
+    (datadir / "file001").write_bytes(b"changed")
+    assert dd.restore(snapshot, datadir).path == "changed"
+    assert listing(datadir) == expected
+
+
+@pytest.mark.integration
+def test_many_changed_files_are_copied_back_in_several_cp_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dd, "_FILES_PER_CP", 3)
+    datadir, snapshot = tmp_path / "datadir", tmp_path / "snapshots" / "data"
+    ownership.mark_owned(datadir, role="datadir")
+    fill(datadir, files=20)
+    expected = listing(datadir)
+    dd.snapshot(datadir, snapshot)
+    for i in range(7):
+        (datadir / f"file{i:03d}").write_bytes(b"changed")
+    timing = dd.restore(snapshot, datadir)
+    assert (timing.path, timing.files_copied) == ("changed", 7)
     assert listing(datadir) == expected

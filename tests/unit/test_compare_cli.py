@@ -50,6 +50,13 @@ def test_every_output_file_is_written_and_parses(tmp_path):
     assert suite.get("failures") == "4"
     data = json.loads(paths["json"].read_text())
     assert data["summary"]["worse"] == 4
+    assert data["correction"]["method"] == "holm"
+    assert data["correction"]["comparisons"] == sum(
+        row["p_adjusted"] is not None for row in data["rows"]
+    )
+    assert all(
+        row["p_adjusted"] >= row["p_test"] for row in data["rows"] if row["p_test"] is not None
+    )
     assert "#### Regressions" in paths["md"].read_text()
     assert paths["html"].read_text().startswith("<!doctype html>")
 
@@ -169,12 +176,22 @@ def test_regression_with_fail_on_regression_exits_1(tmp_path):
         ([fixture("base"), fixture("aa"), "--baseline", "1"], "--baseline: only with --by"),
         ([fixture("base")], "give BASE_RUN and CAND_RUN"),
         ([fixture("base"), fixture("aa"), "--metric", "nope"], "--metric nope"),
+        ([fixture("base"), fixture("aa"), "--metric", "tps", "--primary", "qps"], "--primary qps"),
+        ([fixture("base"), fixture("aa"), "--correction", "bh"], "--correction"),
     ],
 )
 def test_bad_input_exits_2(args, message):
     code, text = invoke(args)
     assert code == 2
     assert message in text
+
+
+def test_summary_says_how_many_comparisons_and_how(tmp_path):
+    code, out = invoke([fixture("quiet-base"), fixture("quiet-worse")])
+    assert code == 0
+    assert "Holm over the" in out
+    code, out = invoke([fixture("quiet-base"), fixture("quiet-worse"), "--correction", "none"])
+    assert "alone" in out
 
 
 def test_incomplete_run_directory_exits_2(tmp_path):

@@ -96,3 +96,13 @@ def test_a_sequential_order_loads_each_external_data_set_once() -> None:
         }
     )
     assert sum(ln.startswith("  prepare (once, data set") for ln in lines) == 2
+
+
+def test_my_cnf_lines_are_shown_as_written() -> None:
+    lines = _lines(
+        {
+            "server": {"config": {"log_bin": None, "slow_query_log": True, "sync_binlog": 1}},
+            "workload": {"sysbench": SYSBENCH},
+        }
+    )
+    assert "  my.cnf: log_bin, slow_query_log=ON, sync_binlog=1" in lines

@@ -207,7 +207,8 @@ def test_throughput_order() -> None:
 def test_format_value_falls_back_to_four_significant_digits() -> None:
     assert format_value("tps", 1234.56) == "1234.6"
     assert format_value("tps", 1234.56, grouped=True) == "1,234.6"
-    assert format_value("server_cpu_pct", 123.456) == "123.5"
+    assert format_value("disk_await_ms", 123.456) == "123.5"
+    assert format_value("server_cpu_pct", 123.456) == "123"  # one format per column
     assert format_value("no_such_metric", 0.000123456) == "0.0001235"
     assert format_value("no_such_metric", None) == ""
 
@@ -271,3 +272,16 @@ def test_the_registry_is_a_leaf_module() -> None:
         for alias in node.names
     ]
     assert [name for name in imported if name and name.startswith("dbrig")] == []
+
+
+def test_generated_reference_tables_in_docs_are_current() -> None:
+    from pathlib import Path
+
+    from dbrig.report.reference import pages, render_page
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    for name, tables in pages().items():
+        text = (docs / name).read_text()
+        assert text == render_page(text, tables), (
+            f"docs/{name}: run scripts/update-reference-docs.py"
+        )

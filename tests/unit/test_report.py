@@ -340,3 +340,11 @@ def test_an_external_server_is_described_with_its_reset_mode(tmp_path: Path) -> 
     text = write_report(run).read_text()
     assert "external, not managed by dbrig: db.example:3306 as bench" in text
     assert "reset: reprepare" in text
+
+
+def test_the_result_table_carries_interference_and_cpu_by_role(complete_report: Path) -> None:
+    html = complete_report.read_text()
+    head = re.search(r'<table class="results">(.*?)</thead>', html, re.S)
+    assert head is not None
+    for heading in ("stress achieved", "stress CPU got", "server CPU", "client user CPU"):
+        assert heading in head.group(1), heading

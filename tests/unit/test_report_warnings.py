@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +21,11 @@ def edit_results(run: Path, change: Callable[[pd.DataFrame], pd.DataFrame | None
     frame = pd.read_csv(run / "results.csv")
     changed = change(frame)
     (frame if changed is None else changed).to_csv(run / "results.csv", index=False)
+
+
+def drop_trial_folders(run: Path, pattern: str) -> None:
+    for folder in (run / "trials").glob(pattern):
+        shutil.rmtree(folder)
 
 
 def edit_meta(run: Path, **changes: object) -> None:
@@ -86,6 +92,7 @@ def test_a_failed_repetition_is_named_with_its_reason_and_leaves_too_few() -> No
 def test_an_interrupted_run_says_how_far_it_got(tmp_path: Path) -> None:
     run = copy_run(COMPLETE, tmp_path)
     edit_results(run, lambda f: f[f["repetition"] < 3])
+    drop_trial_folders(run, "*-r3")  # trial.json is the record: results.csv must agree
     edit_meta(run, status="interrupted")
     found = by_code(run_warnings(run))
     (incomplete,) = found["incomplete"]
@@ -99,6 +106,7 @@ def test_an_interrupted_run_says_how_far_it_got(tmp_path: Path) -> None:
 def test_too_few_repetitions_by_design_is_one_warning(tmp_path: Path) -> None:
     run = copy_run(COMPLETE, tmp_path)
     edit_results(run, lambda f: f[f["repetition"] < 3])
+    drop_trial_folders(run, "*-r3")  # trial.json is the record: results.csv must agree
     meta = json.loads((run / "run.json").read_text())
     meta["scenario"]["repeat"] = 2
     (run / "run.json").write_text(json.dumps(meta))
@@ -149,6 +157,7 @@ def test_many_cells_tripping_one_check_give_one_summary_warning(tmp_path: Path) 
     frame["trial"] = [f"{c['cell']}-r1" for c in cells]
     frame["steal_pct"] = [10.0 + i for i in range(len(cells))]
     frame.to_csv(run / "results.csv", index=False)
+    drop_trial_folders(run, "*")  # no trial folders: results.csv is all there is
     (steal,) = by_code(run_warnings(run))["steal"]
     assert steal.cell is None
     assert steal.message.startswith(f"CPU steal in {len(cells)} of {len(cells)} cells; worst: c007")

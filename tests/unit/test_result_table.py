@@ -208,13 +208,109 @@ def test_pivot_puts_one_factor_down_and_one_across() -> None:
 
     run = RunDir.open(COMPLETE)
     labels = dict(run.saved().factor_labels)
-    headings, rows = pivot(run.results(), "threads", "cpu", "tps", labels)
-    assert headings == ["threads \\ cpu", "0", "1"]
-    assert [r[0] for r in rows] == ["1", "2"]
-    assert all("±" in cell for row in rows for cell in row[1:])
+    table = pivot(run.results(), "threads", "cpu", "tps", labels, factors=run.saved().factors)
+    assert table.headings == ["threads \\ cpu", "0", "1"]
+    assert [r[0] for r in table.rows] == ["1", "2"]
+    assert all("±" in cell for row in table.rows for cell in row[1:])
+    assert table.pooled_over == {}
 
 
 def test_pivot_names_the_factors_when_one_is_unknown() -> None:
     frame = pd.DataFrame({"status": ["ok"], "a.b": [1], "tps": [1.0]})
     with pytest.raises(ConfigError, match=r"'nope': not a factor of this run \(factors: b\)"):
         pivot(frame, "nope", "b", "tps", {"a.b": "b"})
+
+
+ENGINE, CONC, LOAD = "server.config.engine", "workload.mysqlslap.concurrency", "load"
+SLAP_LABELS = {ENGINE: "engine", CONC: "concurrency", LOAD: "load"}
+
+
+def slap_results() -> pd.DataFrame:
+    rows = []
+    for engine in ("InnoDB", "MyISAM"):
+        for conc in (10, 50):
+            for load in ("write", "mixed"):
+                for rep in (1, 2):
+                    rows.append(
+                        {"status": "ok", ENGINE: engine, CONC: conc, LOAD: load,
+                         "avg_s": 1.0 + rep / 10 + (conc / 100) + (load == "mixed")}
+                    )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_pivot_refuses_to_pool_unlike_cells_and_names_the_factor() -> None:
+    with pytest.raises(ConfigError, match=r"average over concurrency \(2 values\).*--pool"):
+        pivot(slap_results(), "engine", "load", "avg_s", SLAP_LABELS, factors=[ENGINE, CONC, LOAD])
+
+
+def test_pivot_pools_when_asked_and_says_over_what() -> None:
+    table = pivot(
+        slap_results(), "engine", "load", "avg_s", SLAP_LABELS,
+        factors=[ENGINE, CONC, LOAD], pool=True,
+    )  # fmt: skip
+    assert table.pooled_over == {CONC: 2}
+
+
+def test_several_factors_across_are_one_joint_factor() -> None:
+    table = pivot(
+        slap_results(), "load", ["engine,concurrency"], "avg_s", SLAP_LABELS,
+        factors=[ENGINE, CONC, LOAD],
+    )  # fmt: skip
+    assert table.headings == [
+        "load \\ engine, concurrency", "InnoDB, 10", "InnoDB, 50", "MyISAM, 10", "MyISAM, 50"
+    ]  # fmt: skip
+    assert [r[0] for r in table.rows] == ["write", "mixed"]
+
+
+def test_where_fixes_a_factor_so_nothing_is_pooled() -> None:
+    from dbrig.report.result_table import where
+
+    fixed = where(slap_results(), ["concurrency=50.0"], SLAP_LABELS)
+    assert set(fixed[CONC]) == {50}
+    table = pivot(fixed, "engine", "load", "avg_s", SLAP_LABELS, factors=[ENGINE, CONC, LOAD])
+    assert table.pooled_over == {}
+
+
+@pytest.mark.parametrize(
+    ("condition", "message"),
+    [
+        ("concurrency", "expected FACTOR=VALUE"),
+        ("concurrency=7", r"no trial has concurrency=7 \(values: 10, 50\)"),
+        ("nope=1", "'nope': not a factor"),
+    ],
+)
+def test_bad_where_is_one_line(condition: str, message: str) -> None:
+    from dbrig.report.result_table import where
+
+    with pytest.raises(ConfigError, match=message):
+        where(slap_results(), [condition], SLAP_LABELS)
+
+
+def test_a_factor_varied_together_with_a_shown_one_pools_nothing() -> None:
+    frame = slap_results().assign(queries=lambda f: f[LOAD].map({"write": 10, "mixed": 100}))
+    labels = {**SLAP_LABELS, "queries": "queries"}
+    factors = [ENGINE, CONC, LOAD, "queries"]
+    table = pivot(frame, ["engine", "concurrency"], "load", "avg_s", labels, factors=factors)
+    assert table.pooled_over == {}
+
+
+def test_the_cell_table_carries_context_columns_where_they_apply() -> None:
+    from dbrig.store import RunDir
+
+    run = RunDir.open(COMPLETE)
+    saved = run.saved()
+    headings, rows = render(cell_table(run.results(), saved.factors, dict(saved.factor_labels)))
+    for heading in ("stress got %", "stress CPU s", "server CPU %", "client CPU %", "client usr s"):
+        assert heading in headings, heading
+    got = headings.index("stress got %")
+    by_cpu = {row[headings.index("cpu")]: row[got] for row in rows}
+    assert by_cpu["0"] == ""  # no stress-ng in that cell: nothing to show
+    assert by_cpu["1"].endswith("%") and "±" not in by_cpu["1"]
+
+
+def test_a_warning_points_at_a_column_the_table_shows() -> None:
+    from dbrig.report.warnings import see
+
+    assert "'stress got %' column" in see("stress_achieved_ratio")
+    assert "'err/s' column" in see("errors_per_s")
+    assert "column steal_pct of results.csv" in see("steal_pct")

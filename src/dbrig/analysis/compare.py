@@ -35,13 +35,15 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dbrig.analysis.stats import Comparison, compare_samples, explain
+from dbrig.analysis.multiplicity import CORRECTIONS, FamilyDecision, decide_family
+from dbrig.analysis.stats import Comparison, compare_samples, explain, verdict_for
 from dbrig.errors import ConfigError
 from dbrig.factors import short_factor_names
 from dbrig.metrics import DERIVED, SYSBENCH, Direction, compared, direction_of
@@ -323,7 +325,11 @@ class Row:
     ``cell`` holds the matched (factor, value) pairs; ``label`` shows them with
     short factor names. ``stats`` carries the numbers even when ``verdict`` is
     overridden (failed, incomparable, changed); ``note`` says what the verdict
-    rests on (stats.explain, or why there was no verdict).
+    rests on (stats.explain, or why there was no verdict). ``p_value`` is the
+    test the gate used (the moderated t, or Welch's when a metric has too few
+    cells to pool) and ``p_adjusted`` that p after the correction over every
+    comparison of the report (see :mod:`dbrig.analysis.multiplicity`); both are
+    None for a row that was not tested.
     """
 
     candidate: str
@@ -338,6 +344,8 @@ class Row:
     trials_base: int
     trials_cand: int
     note: str
+    p_value: float | None = None
+    p_adjusted: float | None = None
 
 
 @dataclass(frozen=True)
@@ -347,6 +355,9 @@ class CompareReport:
     ``baseline`` and ``candidates`` name the sides (run labels, or ``factor=value``
     with ``by``); ``factors`` are the factors cells were matched on;
     ``only_baseline``/``only_candidate`` list cells that had no partner.
+    ``correction`` is how the error rate is held over the ``comparisons`` tested
+    rows ("holm" or "none"), ``primary`` the metric given half of alpha, and
+    ``tests`` the test used per metric.
     """
 
     baseline: str
@@ -361,6 +372,10 @@ class CompareReport:
     rows: tuple[Row, ...]
     only_baseline: tuple[str, ...] = ()
     only_candidate: tuple[str, ...] = ()
+    correction: str = "holm"
+    comparisons: int = 0
+    primary: str | None = None
+    tests: tuple[tuple[str, str], ...] = ()
 
     def counts(self) -> dict[str, int]:
         """Rows per verdict, in :data:`VERDICTS` order, zero counts left out."""
@@ -413,9 +428,16 @@ class _Side:
     def cell_id(self) -> str:
         return "+".join(dict.fromkeys(str(c) for c in self.frame["cell"]))
 
-    def values(self, metric: str) -> np.ndarray:
-        return ok_values(self.frame, metric)
+    @cached_property
+    def _ok(self) -> pd.DataFrame:
+        return self.frame[self.frame["status"] == "ok"] if "status" in self.frame else self.frame
 
+    def values(self, metric: str) -> np.ndarray:
+        if metric not in self._ok:
+            return np.array([], dtype=float)
+        return pd.to_numeric(self._ok[metric], errors="coerce").to_numpy(dtype=float)
+
+    @cached_property
     def failure(self) -> str | None:
         """Why every trial failed, or None if any succeeded."""
         statuses = self.frame["status"] if "status" in self.frame else pd.Series(["ok"])
@@ -433,6 +455,8 @@ class _Settings:
     threshold: float
     alpha: float
     allow_env_diff: bool
+    correction: str = "holm"
+    primary: str | None = None
 
 
 def _cells(frame: pd.DataFrame, factors: Sequence[str]) -> dict[tuple, _Side]:
@@ -473,7 +497,7 @@ def _compare_cell(
     for side, name in ((base, "baseline"), (cand, "candidate")):
         if metric not in side.frame:
             note = f"{metric} was not recorded in the {name}"
-    failures = [(n, s.failure()) for n, s in (("baseline", base), ("candidate", cand))]
+    failures = [(n, s.failure) for n, s in (("baseline", base), ("candidate", cand))]
     failures = [(n, why) for n, why in failures if why]
     if failures:
         verdict = "failed"
@@ -564,8 +588,13 @@ def compare_runs(
     threshold: float = 0.05,
     alpha: float = 0.05,
     allow_env_diff: bool = False,
+    correction: str = "holm",
+    primary: str | None = None,
 ) -> CompareReport:
-    """Compare two runs cell by cell; raises ConfigError when no cell is in both."""
+    """Compare two runs cell by cell; raises ConfigError when no cell is in both.
+
+    ``correction`` and ``primary``: see :func:`gate_rows`.
+    """
     factors = list(dict.fromkeys(base.factors + candidate.factors))
     labels = merged_labels(factors, [base, candidate])
     base_cells = _cells(base.results, factors)
@@ -577,11 +606,11 @@ def compare_runs(
             + _factor_hint(base, candidate, base_cells, cand_cells, labels, factors)
         )
     chosen = choose_metrics(metrics, [base.results, candidate.results])
+    settings = _settings(threshold, alpha, allow_env_diff, correction, primary, chosen)
     pairs = [(base_cells[k].server, cand_cells[k].server) for k in common]
     differences = environment_differences(
         base.meta, candidate.meta, pairs, ignore_variables=_factor_variables(factors)
     )
-    settings = _Settings(threshold, alpha, allow_env_diff)
     rows = _rows(
         candidate.label,
         common,
@@ -593,6 +622,7 @@ def compare_runs(
         settings,
         differences,
     )
+    rows, tests = gate_rows(rows, settings)
     return CompareReport(
         baseline=base.label,
         candidates=(candidate.label,),
@@ -610,6 +640,7 @@ def compare_runs(
         only_candidate=tuple(
             cell_label(factors, k, labels) for k in cand_cells if k not in base_cells
         ),
+        **_family_fields(rows, settings, tests),
     )
 
 
@@ -640,6 +671,8 @@ def compare_groups(
     threshold: float = 0.05,
     alpha: float = 0.05,
     allow_env_diff: bool = False,
+    correction: str = "holm",
+    primary: str | None = None,
 ) -> CompareReport:
     """Split one run on factor ``by`` and compare each other value with the baseline value.
 
@@ -654,8 +687,8 @@ def compare_groups(
     names = {v: f"{labels.get(factor, factor)}={v}" for v in values}
     column = run.results[factor].map(normalize_value)
     base_cells = _cells(run.results[column == base_value], others)
-    settings = _Settings(threshold, alpha, allow_env_diff)
     chosen = choose_metrics(metrics, [run.results])
+    settings = _settings(threshold, alpha, allow_env_diff, correction, primary, chosen)
     rows: list[Row] = []
     differences: list[EnvDifference] = []
     only_base: set[str] = set()
@@ -682,6 +715,7 @@ def compare_groups(
         )
     if not rows:
         raise ConfigError(f"--by {by}: the groups of {run.label} have no cell in common")
+    rows, tests = gate_rows(rows, settings)
     return CompareReport(
         baseline=names[base_value],
         candidates=tuple(names[v] for v in values if v != base_value),
@@ -695,6 +729,7 @@ def compare_groups(
         rows=tuple(rows),
         only_baseline=tuple(sorted(only_base)),
         only_candidate=tuple(only_cand),
+        **_family_fields(rows, settings, tests),
     )
 
 
@@ -724,6 +759,98 @@ def _rows(
         for key in common
         for metric in metrics
     ]
+
+
+def _settings(
+    threshold: float,
+    alpha: float,
+    allow_env_diff: bool,
+    correction: str,
+    primary: str | None,
+    chosen: Sequence[str],
+) -> _Settings:
+    if correction not in CORRECTIONS:
+        raise ConfigError(f"--correction {correction}: expected one of {', '.join(CORRECTIONS)}")
+    if primary is not None and primary not in chosen:
+        raise ConfigError(
+            f"--primary {primary}: not among the compared metrics ({', '.join(chosen)})"
+        )
+    return _Settings(threshold, alpha, allow_env_diff, correction, primary or chosen[0])
+
+
+_NOT_DECISIONS = frozenset({"failed", "incomparable"})
+
+
+def gate_rows(rows: Sequence[Row], settings: _Settings) -> tuple[list[Row], dict[str, str]]:
+    """Every tested row's verdict decided at the family level (multiplicity.py).
+
+    The family is every row that got a test (not failed, not incomparable, not
+    "insufficient data"): its p-value is the moderated t pooled over the
+    metric's cells, adjusted by weighted Holm over all of them (``correction``
+    "holm") or left alone ("none"). Better/worse then needs the adjusted p
+    below alpha and a change of at least the threshold.
+    """
+    family = [r for r in rows if r.verdict not in _NOT_DECISIONS and r.stats.p_value is not None]
+    decisions, tests = decide_family(
+        [r.stats for r in family],
+        [r.metric for r in family],
+        primary=settings.primary,
+        correction=settings.correction,
+    )
+    decided = {id(r): d for r, d in zip(family, decisions, strict=True) if d is not None}
+    size = len(decided)
+    out = [_decided(r, decided[id(r)], settings, size) if id(r) in decided else r for r in rows]
+    return out, tests
+
+
+def _decided(row: Row, decision: FamilyDecision, settings: _Settings, size: int) -> Row:
+    s = row.stats
+    assert s.delta_pct is not None and s.mde_pct is not None
+    direction = direction_of(row.metric)
+    verdict: str = verdict_for(
+        s.delta_pct,
+        decision.p_adjusted,
+        s.mde_pct,
+        settings.threshold,
+        settings.alpha,
+        direction or Direction.HIGHER_IS_BETTER,
+    )
+    if direction is None and verdict in ("better", "worse"):
+        verdict = "changed"
+    note = row.note
+    alone = verdict_for(
+        s.delta_pct,
+        decision.p_value,
+        s.mde_pct,
+        settings.threshold,
+        settings.alpha,
+        direction or Direction.HIGHER_IS_BETTER,
+    )
+    significant_alone = alone in ("better", "worse")
+    significant_now = verdict in ("better", "worse", "changed")
+    if settings.correction == "holm" and size > 1 and significant_alone != significant_now:
+        note = (
+            f"p {decision.p_value:.2g} alone, {decision.p_adjusted:.2g} after Holm over "
+            f"{size} comparisons; {note}"
+        )
+    return replace(
+        row,
+        verdict=verdict,
+        note=note,
+        p_value=decision.p_value,
+        p_adjusted=decision.p_adjusted,
+    )
+
+
+def _family_fields(
+    rows: Sequence[Row], settings: _Settings, tests: dict[str, str]
+) -> dict[str, Any]:
+    return {
+        "correction": settings.correction,
+        "comparisons": sum(r.p_adjusted is not None for r in rows),
+        "primary": settings.primary,
+        "tests": tuple(tests.items()),
+    }
 
 
 def _split_on(run: RunInput, by: str, baseline: str | None) -> tuple[str, str, list[str]]:

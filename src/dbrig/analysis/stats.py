@@ -44,7 +44,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as sps
+from scipy import special
 
 from dbrig.metrics import Direction
 
@@ -112,7 +112,7 @@ def summarize(values: ArrayLike, confidence: float = 0.95) -> Summary:
 
 
 def _t_half_width(stdev: float, n: int, confidence: float) -> float:
-    return float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * stdev / math.sqrt(n)
+    return float(special.stdtrit(n - 1, 0.5 + confidence / 2)) * stdev / math.sqrt(n)
 
 
 # --------------------------------------------------------------------------- power
@@ -151,7 +151,7 @@ def runs_needed(effect: float, cv: float, alpha: float = 0.05, power: float = DE
     _check_fraction("alpha", alpha)
     _check_fraction("power", power)
     _check_cv(cv)
-    z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
+    z = float(special.ndtri(1 - alpha / 2) + special.ndtri(power))
     n = max(2, math.ceil(2 * (z * cv / effect) ** 2))
     while mde_pct(n, cv, alpha, power) > 100 * effect:
         n += 1
@@ -173,12 +173,12 @@ def detection_power(effect: float, n_per_side: float, cv: float, alpha: float = 
         return 1.0 if effect != 0 else alpha
     df = 2 * n_per_side - 2
     shift = abs(effect) / (cv * math.sqrt(2 / n_per_side))
-    return float(sps.t.cdf(shift - sps.t.ppf(1 - alpha / 2, df), df))
+    return float(special.stdtr(df, shift - special.stdtrit(df, 1 - alpha / 2)))
 
 
 @lru_cache(maxsize=512)
 def _quantile_sum(df: float, alpha: float, power: float) -> float:
-    return float(sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(power, df))
+    return float(special.stdtrit(df, 1 - alpha / 2) + special.stdtrit(df, power))
 
 
 # --------------------------------------------------------------------------- comparison
@@ -290,19 +290,19 @@ def _tested(
 ) -> Comparison:
     n_b, n_c = int(base.size), int(cand.size)
     mean_b, mean_c = float(base.mean()), float(cand.mean())
-    sq_se_b = float(base.var(ddof=1)) / n_b
-    sq_se_c = float(cand.var(ddof=1)) / n_c
+    var_b, var_c = float(base.var(ddof=1)), float(cand.var(ddof=1))
+    sq_se_b, sq_se_c = var_b / n_b, var_c / n_c
     p_value, df = _welch(mean_b, sq_se_b, n_b, mean_c, sq_se_c, n_c)
     if not (math.isfinite(p_value) and math.isfinite(df)):
         return _insufficient(base, cand, "the test returned a non-finite result")
-    ci = _fieller_pct(mean_b, sq_se_b, mean_c, sq_se_c, float(sps.t.ppf(1 - alpha / 2, df)))
-    cv = _pooled_sd(base, cand) / mean_b
+    ci = _fieller_pct(mean_b, sq_se_b, mean_c, sq_se_c, float(special.stdtrit(df, 1 - alpha / 2)))
+    cv = math.sqrt(((n_b - 1) * var_b + (n_c - 1) * var_c) / (n_b + n_c - 2)) / mean_b
     mde = mde_pct(2 / (1 / n_b + 1 / n_c), cv, alpha, power)
     delta = 100 * (mean_c / mean_b - 1)
     return Comparison(
         n_base=n_b,
         n_cand=n_c,
-        verdict=_verdict(delta, p_value, mde, threshold, alpha, direction),
+        verdict=verdict_for(delta, p_value, mde, threshold, alpha, direction),
         mean_base=mean_b,
         mean_cand=mean_c,
         delta_pct=delta,
@@ -322,7 +322,7 @@ def _welch(
     sq_se = sq_se_b + sq_se_c
     df = sq_se**2 / (sq_se_b**2 / (n_b - 1) + sq_se_c**2 / (n_c - 1))
     t = (mean_c - mean_b) / math.sqrt(sq_se)
-    return float(2 * sps.t.sf(abs(t), df)), df
+    return float(2 * special.stdtr(df, -abs(t))), df
 
 
 def _fieller_pct(
@@ -342,14 +342,7 @@ def _fieller_pct(
     return 100 * (low - 1), 100 * (high - 1)
 
 
-def _pooled_sd(base: np.ndarray, cand: np.ndarray) -> float:
-    dof = base.size + cand.size - 2
-    return math.sqrt(
-        ((base.size - 1) * base.var(ddof=1) + (cand.size - 1) * cand.var(ddof=1)) / dof
-    )
-
-
-def _verdict(
+def verdict_for(
     delta_pct: float,
     p_value: float,
     mde: float,
@@ -357,6 +350,8 @@ def _verdict(
     alpha: float,
     direction: Direction,
 ) -> Verdict:
+    """The verdict rules of :func:`compare_samples` for a given p-value (which may be
+    a family-adjusted one, see :mod:`dbrig.analysis.multiplicity`)."""
     large = abs(delta_pct) >= 100 * threshold
     if p_value < alpha:
         if not large:
@@ -521,7 +516,7 @@ def _pooled_t_pvalue(left: np.ndarray, right: np.ndarray) -> float | None:
     if sq_sd == 0:
         return None
     t = (right.mean() - left.mean()) / math.sqrt(sq_sd * (1 / left.size + 1 / right.size))
-    return float(2 * sps.t.sf(abs(t), dof))
+    return float(2 * special.stdtr(dof, -abs(t)))
 
 
 def _merge_small_steps(x: np.ndarray, cuts: list[int], threshold: float) -> list[int]:

@@ -6,8 +6,10 @@ codes, and bad input raises :class:`dbrig.errors.DbrigError` (``ConfigError``:
 exit 2), which :func:`dbrig.cli.main` turns into one line on stderr.
 """
 
+from dbrig.commands.cache import cache_command
 from dbrig.commands.compare import compare_command
 from dbrig.commands.doctor import doctor_command
+from dbrig.commands.examples import examples_command
 from dbrig.commands.history import history_command
 from dbrig.commands.merge import merge_command
 from dbrig.commands.report import report_command
@@ -21,13 +23,17 @@ ALL = (
     compare_command,
     history_command,
     doctor_command,
+    examples_command,
+    cache_command,
     merge_command,
 )
 
 __all__ = [
     "ALL",
+    "cache_command",
     "compare_command",
     "doctor_command",
+    "examples_command",
     "history_command",
     "merge_command",
     "report_command",

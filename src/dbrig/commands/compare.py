@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dbrig.analysis import compare
+from dbrig.analysis.multiplicity import CORRECTIONS
 from dbrig.commands._common import (
     ALPHA,
     PERCENT,
@@ -19,6 +20,7 @@ from dbrig.commands._common import (
     print_line,
     write_output,
 )
+from dbrig.commands.completion import complete_run_dir
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError
 from dbrig.report import compare_text as output
 
@@ -37,7 +39,12 @@ _OUTPUT = click.Path(path_type=Path, dir_okay=False)
 
 @click.command("compare")
 @click.argument(
-    "runs", nargs=-1, required=True, metavar="BASE_RUN [CAND_RUN]", type=click.Path(path_type=Path)
+    "runs",
+    nargs=-1,
+    required=True,
+    metavar="BASE_RUN [CAND_RUN]",
+    type=click.Path(path_type=Path),
+    shell_complete=complete_run_dir,
 )
 @click.option("--by", metavar="FACTOR", help="Compare two groups of one RUN split on FACTOR.")
 @click.option("--baseline", metavar="VALUE", help="With --by: the FACTOR value to compare against.")
@@ -56,6 +63,18 @@ _OUTPUT = click.Path(path_type=Path, dir_okay=False)
     metavar="NAME",
     help="Metric column to compare (repeat, or comma-separate). Default: the headline metrics.",
 )
+@click.option(
+    "--correction",
+    type=click.Choice(CORRECTIONS),
+    default="holm",
+    show_default=True,
+    help="Hold the error rate over all comparisons (holm), or decide each alone (none).",
+)
+@click.option(
+    "--primary",
+    metavar="NAME",
+    help="Metric given half of alpha across cells (default: the first compared, e.g. tps).",
+)
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any verdict is worse.")
 @click.option(
     "--allow-env-diff",
@@ -73,6 +92,8 @@ def compare_command(
     threshold: float,
     alpha: float,
     metrics: tuple[str, ...],
+    correction: str,
+    primary: str | None,
     fail_on_regression: bool,
     allow_env_diff: bool,
     junit: Path | None,
@@ -94,6 +115,8 @@ def compare_command(
         threshold=threshold,
         alpha=alpha,
         allow_env_diff=allow_env_diff,
+        correction=correction,
+        primary=primary,
     )
     print_report(report)
     for path, render, flag in (
@@ -122,6 +145,8 @@ def build_report(
     threshold: float,
     alpha: float,
     allow_env_diff: bool,
+    correction: str = "holm",
+    primary: str | None = None,
 ) -> compare.CompareReport:
     """Check the arguments, load the runs and compare them."""
     options = {
@@ -129,6 +154,8 @@ def build_report(
         "threshold": threshold,
         "alpha": alpha,
         "allow_env_diff": allow_env_diff,
+        "correction": correction,
+        "primary": primary,
     }
     if by is not None:
         if len(runs) != 1:

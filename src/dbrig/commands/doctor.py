@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from dbrig.commands._common import out_console
+from dbrig.commands._common import out_console, print_line
 from dbrig.errors import EXIT_BAD_INPUT, DbrigError
 from dbrig.host import probe
 from dbrig.proc import which
@@ -20,6 +20,8 @@ from dbrig.server.sandbox import MAX_SOCKET_PATH
 from dbrig.tools.base import ToolInfo
 from dbrig.tools.registry import all_tools
 
+SERVER_PACKAGE = "mariadb-server"
+
 
 @dataclass(frozen=True)
 class Check:
@@ -27,6 +29,7 @@ class Check:
     ok: bool
     detail: str
     required: bool = True
+    package: str | None = None  # the Debian package that provides what is missing
 
 
 def checks(workdir: Path) -> Iterator[Check]:
@@ -40,7 +43,7 @@ def _server() -> Check:
     try:
         b = find_server()
     except DbrigError as exc:
-        return Check("server", False, str(exc))
+        return Check("server", False, str(exc), package=SERVER_PACKAGE)
     init = f", init: {b.install_db}" if b.install_db else ", init: mysqld --initialize-insecure"
     return Check("server", True, f"{b.flavor} {b.version} ({b.mysqld}{init})")
 
@@ -49,7 +52,7 @@ def _tool(info: ToolInfo, required: bool) -> Check:
     try:
         path = which(info.binaries, package=info.package)
     except DbrigError as exc:
-        return Check(info.name, False, str(exc), required)
+        return Check(info.name, False, str(exc), required, package=info.package)
     version = probe.tool_version(path, info.version_args) or "version unknown"
     return Check(info.name, True, f"{version} ({path})", required)
 
@@ -85,6 +88,15 @@ def _host(workdir: Path) -> Iterator[Check]:
     yield Check("socket dir", room >= 0, f"{tmp} ({room} bytes to spare under {MAX_SOCKET_PATH})")
 
 
+def install_line(found: list[Check], is_root: bool) -> str | None:
+    """The one apt-get command that installs every missing server and tool, if any is."""
+    packages = dict.fromkeys(c.package for c in found if not c.ok and c.package)
+    if not packages:
+        return None
+    sudo = "" if is_root else "sudo "
+    return f"{sudo}apt-get install -y {' '.join(packages)}"
+
+
 def _existing_parent(path: Path) -> Path:
     path = path.resolve()
     while not path.exists():
@@ -105,10 +117,13 @@ def doctor_command(workdir: Path) -> None:
     t = Table(title="dbrig doctor", show_header=True)
     t.add_column("check")
     t.add_column("result", overflow="fold")
-    problems = 0
-    for check in checks(workdir):
+    found = list(checks(workdir))
+    for check in found:
         t.add_row(check.name, ("" if check.ok else "[red]MISSING[/red] ") + check.detail)
-        problems += not check.ok and check.required
-    out_console().print(t)
-    if problems:
+    console = out_console()
+    console.print(t)
+    line = install_line(found, is_root=os.geteuid() == 0)
+    if line:
+        print_line(console, f"install what is missing with: {line}")
+    if any(not c.ok and c.required for c in found):
         raise SystemExit(EXIT_BAD_INPUT)

@@ -35,6 +35,7 @@ import click
 from dbrig import ownership, scenario, store
 from dbrig.analysis.compare import EnvDifference, piece_differences
 from dbrig.commands._common import err_console, out_console, print_line
+from dbrig.commands.completion import complete_run_dir
 from dbrig.errors import ConfigError
 from dbrig.report.compare_text import difference_line
 
@@ -375,7 +376,13 @@ def _copy_file(source: Path, target: Path) -> None:
 
 
 @click.command("merge")
-@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument(
+    "runs",
+    nargs=-1,
+    required=True,
+    type=click.Path(path_type=Path),
+    shell_complete=complete_run_dir,
+)
 @click.option(
     "--out",
     required=True,

@@ -8,11 +8,12 @@ import click
 
 from dbrig import store
 from dbrig.commands._common import out_console, print_line, print_warnings
+from dbrig.commands.completion import complete_run_dir
 from dbrig.report import run_warnings, write_report
 
 
 @click.command("report")
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=click.Path(path_type=Path), shell_complete=complete_run_dir)
 @click.option(
     "--cell-figures",
     type=click.IntRange(0, 1000),

@@ -6,6 +6,7 @@ with keyword arguments; the click command only adapts flags and exit codes.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
@@ -19,10 +20,16 @@ import click
 
 from dbrig import scenario, store
 from dbrig.commands._common import err_console, out_console, print_line, print_warnings
+from dbrig.commands.cache import open_cache
+from dbrig.commands.completion import complete_run_dir, complete_scenario
 from dbrig.commands.show import print_results
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, Interrupted
 from dbrig.report import run_warnings, write_report
-from dbrig.run import dryrun, preflight, runner
+from dbrig.run import dryrun, estimate, preflight, runner
+from dbrig.scenario import shipped
+from dbrig.server import workspace
+from dbrig.server.cache import ENV_DIR, ENV_MAX
+from dbrig.server.workspace import clone_workspace
 
 
 @dataclass(frozen=True)
@@ -37,7 +44,7 @@ class RunOutcome:
 
 
 def run_scenario(
-    scenario_file: Path | None = None,
+    scenario_file: Path | str | None = None,
     *,
     out: Path | None = None,
     resume: Path | None = None,
@@ -47,28 +54,46 @@ def run_scenario(
     seed: int | None = None,
     shard: str | None = None,
     emit: Callable[[str], None] | None = None,
+    snapshot_cache: Path | None = None,
+    snapshot_cache_max: str | None = None,
 ) -> RunOutcome:
     """Run every pending trial of a scenario file or a saved run; raises DbrigError.
 
     ``shard`` (``"I/N"``) runs only shard I of N of the plan's cells (see
     :mod:`dbrig.scenario.shard`); a resumed shard run keeps its saved shard."""
     plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed, shard)
-    tools = preflight.preflight(plan, out if run_dir is None else run_dir.path)
-    if run_dir is None:
-        run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
-    else:
-        run_dir.update_saved(status="running")
-    _log_to(run_dir.path / "dbrig.log")
-    trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
-    say = emit or _emit
-    say(f"dbrig: {len(trials)} trials -> {run_dir.path}")
-    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
-        with run_dir.lock():
-            result = runner.Runner(plan, run_dir, tools, keep_data=keep_data, emit=say).execute(
-                trials
-            )
+        with contextlib.ExitStack() as held:
+            # The lock first: a refused second --resume must not touch the run at all.
+            if run_dir is not None:
+                held.enter_context(run_dir.lock())
+            say = emit or _emit
+            tools = preflight.preflight(plan, out if run_dir is None else run_dir.path)
+            cache = open_cache(snapshot_cache, snapshot_cache_max, say)
+            image_bytes = _workspace_image(plan, keep_data)
+            if run_dir is None:
+                run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
+                held.enter_context(run_dir.lock())
+            else:
+                run_dir.update_saved(status="running")
+            _log_to(run_dir.path / "dbrig.log")
+            trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
+            say(f"dbrig: {len(trials)} trials -> {run_dir.path}")
+            signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+            # Explicitly: a background job of a script starts with SIGINT ignored.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            data_root = held.enter_context(clone_workspace(run_dir.path, image_bytes))
+            result = runner.Runner(
+                plan,
+                run_dir,
+                tools,
+                keep_data=keep_data,
+                emit=say,
+                snapshot_cache=cache,
+                data_root=data_root,
+            ).execute(trials)
     except Interrupted:
+        assert run_dir is not None
         if report:
             _report_after_run(run_dir)
         raise
@@ -78,8 +103,22 @@ def run_scenario(
     return RunOutcome(result.run_dir, result.total, result.ok, result.failed, page)
 
 
+def _workspace_image(plan: scenario.Plan, keep_data: bool) -> int | None:
+    """The clone workspace's size, checked before anything runs (root, xfsprogs)."""
+    size = plan.scenario.workspace.image_bytes
+    if size is None:
+        return None
+    if keep_data:
+        raise ConfigError(
+            "--keep-data: a clone workspace (workspace.image) is removed when the run ends; "
+            "drop one of them"
+        )
+    workspace.check_can_make(size)
+    return size
+
+
 def _plan_and_run_dir(
-    scenario_file: Path | None,
+    scenario_file: Path | str | None,
     resume: Path | None,
     retry_failed: bool,
     seed: int | None,
@@ -98,7 +137,7 @@ def _plan_and_run_dir(
         return plan, run_dir
     assert scenario_file is not None
     index_count = scenario.parse_shard(shard) if shard is not None else None
-    plan = scenario.load(scenario_file, seed=seed)
+    plan = scenario.load(shipped.resolve(scenario_file).path, seed=seed)
     if index_count is None:
         return plan, None
     if seed is None and plan.scenario.seed is None:
@@ -107,6 +146,24 @@ def _plan_and_run_dir(
             f"{scenario_file}), so that they share one trial order and can be merged"
         )
     return scenario.shard_plan(plan, *index_count), None
+
+
+def _say_which_scenario(scenario_file: str | None, resume: Path | None) -> None:
+    """A shipped scenario, or a file that hides one of the same name, is named on stderr."""
+    if scenario_file is None or resume is not None:  # _plan_and_run_dir refuses both
+        return
+    source = shipped.resolve(scenario_file)
+    if source.shipped:
+        print_line(
+            err_console(),
+            f"dbrig: running the shipped scenario {source.path.stem} "
+            f"({source.path}; no file {scenario_file} here)",
+        )
+    elif "/" not in scenario_file and shipped.shipped_path(scenario_file) is not None:
+        print_line(
+            err_console(),
+            f"dbrig: running the file {scenario_file} (not the shipped scenario of that name)",
+        )
 
 
 def _report_after_run(run_dir: store.RunDir) -> Path | None:
@@ -171,20 +228,30 @@ def _log_to(path: Path) -> None:
             h.setLevel(max(h.level, logging.WARNING))
 
 
-def print_dry_run(plan: scenario.Plan) -> None:
-    """The cells, the exact commands each would run, the seed and the trial order."""
+def print_dry_run(
+    plan: scenario.Plan, out: Path | None = None, checked_dir: Path | None = None
+) -> None:
+    """The cells, the exact commands each would run, the seed, the trial order, and an
+    estimate of the wall time from the runs already saved under ``out``; refuses first
+    what the real run would refuse on this host (``checked_dir``: where it would write)."""
+    dryrun.check(plan, checked_dir or out)
     for line in dryrun.describe(plan):
+        click.echo(line)
+    for line in estimate.describe(plan, out or Path(plan.scenario.out)):
         click.echo(line)
 
 
 @click.command("run")
-@click.argument("scenario_file", required=False, type=click.Path(path_type=Path))
+@click.argument(
+    "scenario_file", required=False, type=click.Path(), shell_complete=complete_scenario
+)
 @click.option("--out", type=click.Path(path_type=Path), help="Parent folder for the run directory.")
 @click.option("--dry-run", is_flag=True, help="Print the cells and exact commands; run nothing.")
 @click.option(
     "--resume",
     "resume_dir",
     type=click.Path(path_type=Path),
+    shell_complete=complete_run_dir,
     help="Continue a saved run: only its missing trials run.",
 )
 @click.option("--retry-failed", is_flag=True, help="With --resume, also rerun failed trials.")
@@ -205,8 +272,21 @@ def print_dry_run(plan: scenario.Plan) -> None:
     "seeded order minus other shards' cells. Needs the same --seed on every shard. "
     "Join the pieces with dbrig merge.",
 )
+@click.option(
+    "--snapshot-cache",
+    type=click.Path(path_type=Path),
+    envvar=ENV_DIR,
+    show_envvar=True,
+    help="Keep prepared snapshots here across runs: a later run with the same key skips prepare.",
+)
+@click.option(
+    "--snapshot-cache-max",
+    envvar=ENV_MAX,
+    show_envvar=True,
+    help="The snapshot cache's maximum size (default 50G); least recently used entries go first.",
+)
 def run_command(
-    scenario_file: Path | None,
+    scenario_file: str | None,
     out: Path | None,
     dry_run: bool,
     resume_dir: Path | None,
@@ -215,11 +295,18 @@ def run_command(
     report: bool,
     seed: int | None,
     shard: str | None,
+    snapshot_cache: Path | None,
+    snapshot_cache_max: str | None,
 ) -> None:
-    """Run every cell of SCENARIO_FILE and save the results."""
+    """Run every cell of SCENARIO_FILE (or a shipped scenario by name) and save the results.
+
+    SCENARIO_FILE is a path; when no file of that name exists, the shipped scenario of
+    that name runs (see: dbrig examples).
+    """
+    _say_which_scenario(scenario_file, resume_dir)
     if dry_run:
         plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed, shard)
-        print_dry_run(plan)
+        print_dry_run(plan, out, resume_dir)
         return
     outcome = run_scenario(
         scenario_file,
@@ -230,6 +317,8 @@ def run_command(
         report=report,
         seed=seed,
         shard=shard,
+        snapshot_cache=snapshot_cache,
+        snapshot_cache_max=snapshot_cache_max,
     )
     if outcome.failed:
         print_line(err_console(), f"dbrig: {outcome.failed} of {outcome.total} trials failed")

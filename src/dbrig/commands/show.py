@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -9,15 +10,19 @@ from rich.table import Table
 
 from dbrig import store
 from dbrig.commands._common import out_console
+from dbrig.commands.completion import complete_run_dir
 from dbrig.errors import ConfigError
-from dbrig.report import result_table
+from dbrig.report import result_table, scaling
+from dbrig.report.data import load_run
 from dbrig.report.tables import run_percentile
 
 
-def print_results(run_dir: store.RunDir, fmt: str = "table") -> None:
+def print_results(
+    run_dir: store.RunDir, fmt: str = "table", conditions: Sequence[str] = ()
+) -> None:
     """The per-cell table: each headline metric's mean ±95 % CI (CV) over repetitions."""
     saved = run_dir.saved()
-    results = run_dir.results()
+    results = result_table.where(run_dir.results(), conditions, dict(saved.factor_labels))
     table = result_table.cell_table(results, list(saved.factors), dict(saved.factor_labels))
     headings, rows = result_table.render(table, run_percentile(results))
     if not rows:
@@ -28,16 +33,39 @@ def print_results(run_dir: store.RunDir, fmt: str = "table") -> None:
         return
     title = f"{_name(run_dir, saved)}: mean ±95% CI (CV) over repetitions"
     _print_table(title, headings, rows)
+    for sweep in filter(scaling.drawable, scaling.find_sweeps(load_run(run_dir.path))):
+        out_console().print(scaling.summary_line(sweep), markup=False, soft_wrap=True)
 
 
-def print_pivot(run_dir: store.RunDir, rows: str, columns: str, metric: str, fmt: str) -> None:
+def print_pivot(
+    run_dir: store.RunDir,
+    rows: Sequence[str],
+    columns: Sequence[str],
+    metric: str,
+    fmt: str,
+    conditions: Sequence[str] = (),
+    pool: bool = False,
+) -> None:
     saved = run_dir.saved()
     labels = dict(saved.factor_labels)
-    headings, body = result_table.pivot(run_dir.results(), rows, columns, metric, labels)
+    results = result_table.where(run_dir.results(), conditions, labels)
+    table = result_table.pivot(
+        results, rows, columns, metric, labels, factors=list(saved.factors), pool=pool
+    )
     if fmt == "markdown":
-        click.echo(result_table.markdown(headings, body))
-        return
-    _print_table(f"{_name(run_dir, saved)}: {metric}, mean ±95% CI (CV)", headings, body)
+        click.echo(result_table.markdown(table.headings, table.rows))
+    else:
+        title = f"{_name(run_dir, saved)}: {metric}, mean ±95% CI (CV)"
+        _print_table(title, table.headings, table.rows)
+    scope = [f"fixed: {', '.join(conditions)}"] if conditions else []
+    if table.pooled_over:
+        pooled = ", ".join(f"{labels.get(f, f)} ({n} values)" for f, n in table.pooled_over.items())
+        scope.append(
+            f"averaged over {pooled} (--pool): the ± and CV include the differences "
+            "between those cells, not only repetition noise"
+        )
+    for line in scope:
+        click.echo(line)
 
 
 def _name(run_dir: store.RunDir, saved: store.SavedRun) -> str:
@@ -54,7 +82,7 @@ def _print_table(title: str, headings: list[str], rows: list[list[str]]) -> None
 
 
 @click.command("show")
-@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.argument("run_dir", type=click.Path(path_type=Path), shell_complete=complete_run_dir)
 @click.option(
     "--format",
     "fmt",
@@ -63,17 +91,43 @@ def _print_table(title: str, headings: list[str], rows: list[list[str]]) -> None
     show_default=True,
     help="markdown: a table to paste into a blog post, an issue or a doc page.",
 )
-@click.option("--rows", help="Pivot: the factor down the side (e.g. server).")
-@click.option("--columns", help="Pivot: the factor across the top (e.g. load_type).")
+@click.option(
+    "--rows", multiple=True, help="Pivot: the factor(s) down the side (e.g. server; repeatable)."
+)
+@click.option(
+    "--columns",
+    multiple=True,
+    help="Pivot: the factor(s) across the top (e.g. engine,concurrency; repeatable).",
+)
 @click.option("--metric", help="Pivot: the metric in each cell (e.g. avg_s, tps).")
+@click.option(
+    "--where",
+    "conditions",
+    multiple=True,
+    metavar="FACTOR=VALUE",
+    help="Only trials with this factor value (repeatable).",
+)
+@click.option(
+    "--pool",
+    is_flag=True,
+    help="Pivot: average over factors on neither side (refused without it).",
+)
 def show_command(
-    run_dir: Path, fmt: str, rows: str | None, columns: str | None, metric: str | None
+    run_dir: Path,
+    fmt: str,
+    rows: tuple[str, ...],
+    columns: tuple[str, ...],
+    metric: str | None,
+    conditions: tuple[str, ...],
+    pool: bool,
 ) -> None:
     """Print the result table of a saved run, or one metric as a factor x factor pivot."""
     run = store.RunDir.open(run_dir)
-    if rows is None and columns is None and metric is None:
-        print_results(run, fmt)
+    if not rows and not columns and metric is None:
+        if pool:
+            raise ConfigError("show: --pool only applies to a pivot (--rows, --columns, --metric)")
+        print_results(run, fmt, conditions)
         return
     if not (rows and columns and metric):
         raise ConfigError("show: a pivot needs --rows, --columns and --metric together")
-    print_pivot(run, rows, columns, metric, fmt)
+    print_pivot(run, rows, columns, metric, fmt, conditions, pool)

@@ -6,7 +6,8 @@ the trial folders) and writes, into it:
 - ``report.html``: one self-contained page (charts as data URIs, inline CSS,
   no JavaScript, no network);
 - ``plots/*.png``: the same charts as files (``factor_<n>.png``,
-  ``timeseries_throughput.png``, ``cell_<cell>.png``);
+  ``timeseries_throughput.png``, ``cell_<cell>.png``, ``scaling_<n>.png`` for a
+  concurrency sweep: :mod:`dbrig.report.scaling`);
 - ``results_by_cell.csv``: the per-cell aggregate (columns in
   :mod:`dbrig.report.tables`).
 
@@ -30,13 +31,14 @@ import pandas as pd
 
 import dbrig
 from dbrig.metrics import HEADLINE, Metric, throughput_metrics
-from dbrig.report import charts, html
+from dbrig.report import charts, html, scaling
 from dbrig.report.data import RunData, load_run, plain_value, read_samples, read_trial
 from dbrig.report.tables import (
     CellStats,
     aggregate,
     by_cell_frame,
     cell_overview,
+    detail_metrics,
     headline_metrics,
     metric_columns,
 )
@@ -52,7 +54,7 @@ MAX_CELL_FIGURES = 8  # one figure of nine panels per cell: about 0.5 s each
 MAX_GRID_CELLS = 16  # panels of the throughput overview
 MAX_FACTOR_CHARTS = 6
 MAX_SERIES = 8
-_OUR_PLOTS = re.compile(r"^(factor_\d+|timeseries_\w+|cell_[\w.-]+)\.png$")
+_OUR_PLOTS = re.compile(r"^(factor_\d+|timeseries_\w+|cell_[\w.-]+|scaling_\d+)\.png$")
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,8 @@ def write_report(run_dir: Path, *, max_cell_figures: int = MAX_CELL_FIGURES) -> 
     grid_cells = _cells_with_trials(overview, max(MAX_GRID_CELLS, max_cell_figures))
     detail_cells = grid_cells[:max_cell_figures]
     timeseries = _timeseries_plots(data, grid_cells, detail_cells, headline)
-    _write_plots(data.path / PLOTS_DIR, [*plots, *timeseries])
+    scalability = _scalability(data)
+    _write_plots(data.path / PLOTS_DIR, [*plots, *timeseries, *scalability["plots"]])
     context = report_context(data, overview, stats, warnings, headline)
     context.update(
         factor_plots=plots,
@@ -86,6 +89,7 @@ def write_report(run_dir: Path, *, max_cell_figures: int = MAX_CELL_FIGURES) -> 
         cells_in_grid=len(grid_cells),
         cells_drawn=len(detail_cells),
         cells_with_trials=int((overview["trials"] > 0).sum()),
+        scalability=scalability,
     )
     page = data.path / REPORT_HTML
     write_text_atomic(page, html.render(context))
@@ -125,7 +129,7 @@ def report_context(
         "environment_facts": _environment_facts(data),
         "servers": _servers(data),
         "settings": _settings(overview, configs),
-        "table": _result_table(data, overview, stats, headline),
+        "table": _result_table(data, overview, stats, [*headline, *detail_metrics(data.results)]),
         "repetitions": _repetition_rows(data, overview, headline),
         "failed_trials": _failed_trials(data, overview),
         "scenario_yaml": _read_text(data.path / "scenario.yaml"),
@@ -537,6 +541,28 @@ def _is_numeric(values: pd.Series) -> bool:
         return isinstance(v, int | float) and not isinstance(v, bool) and not pd.isna(v)
 
     return bool(len(values)) and all(numeric(v) for v in values)
+
+
+# --------------------------------------------------------------------------- scalability
+
+
+def _scalability(data: RunData) -> dict[str, Any]:
+    """The Scalability section: the fits' table and charts (empty without a sweep)."""
+    sweeps = scaling.find_sweeps(data)
+    plots = []
+    for number, sweep in enumerate(
+        [s for s in sweeps if scaling.drawable(s)][: scaling.MAX_SWEEP_CHARTS], start=1
+    ):
+        fig = scaling.scaling_chart(sweep)
+        title = f"Where throughput stops scaling: {sweep.title}"
+        plots.append(Plot(f"scaling_{number}.png", title, scaling.chart_caption(sweep), _png(fig)))
+    return {
+        "rows": scaling.section_rows(sweeps),
+        "plots": plots,
+        "factor": sweeps[0].label if sweeps else "",
+        "throughput": sweeps[0].throughput.heading if sweeps else "",
+        "charts_left_out": max(0, sum(map(scaling.drawable, sweeps)) - len(plots)),
+    }
 
 
 # --------------------------------------------------------------------------- time series

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dbrig.analysis.compare import CompareReport, EnvDifference, Row
+from dbrig.analysis.multiplicity import PRIMARY_SHARE
 from dbrig.analysis.stats import Comparison, explain
 
 # --------------------------------------------------------------------------- text helpers
@@ -93,7 +94,27 @@ def format_n(row: Row) -> str:
 
 def summary_line(report: CompareReport) -> str:
     counts = ", ".join(f"{n} {verdict}" for verdict, n in report.counts().items())
-    return f"{counts} ({len(report.rows)} comparisons, threshold {_pct(report.threshold)})"
+    return f"{counts} ({correction_text(report)}, threshold {_pct(report.threshold)})"
+
+
+def correction_text(report: CompareReport) -> str:
+    """e.g. "50 comparisons, error rate held by Holm over all 50 (half of alpha on tps)"."""
+    rows = f"{len(report.rows)} comparisons"
+    if report.correction == "none" or report.comparisons <= 1:
+        return f"{rows}, each at alpha {report.alpha:g} alone" if report.comparisons > 1 else rows
+    share = ""
+    if any(r.metric != report.primary for r in report.rows if r.p_adjusted is not None):
+        share = f", half of alpha on {report.primary}"
+    return f"{rows}, Holm over the {report.comparisons} tested{share}"
+
+
+def shown_p(row: Row) -> float | None:
+    """The p the verdict rests on: family-adjusted when the row was in the family."""
+    return row.p_adjusted if row.p_adjusted is not None else row.stats.p_value
+
+
+def p_heading(report: CompareReport) -> str:
+    return "p (Holm)" if report.correction == "holm" and report.comparisons > 1 else "p"
 
 
 def _pct(fraction: float) -> str:
@@ -113,7 +134,17 @@ _NUMBER_COLUMNS = 7  # baseline, candidate, delta, CI, p, n, MDE
 
 
 def table_headings(report: CompareReport) -> list[str]:
-    heads = ["cell", "metric", "baseline", "candidate", "Δ", "95 % CI of Δ", "p", "n", "MDE"]
+    heads = [
+        "cell",
+        "metric",
+        "baseline",
+        "candidate",
+        "Δ",
+        "95 % CI of Δ",
+        p_heading(report),
+        "n",
+        "MDE",
+    ]
     return [*(["candidate group"] if len(report.candidates) > 1 else []), *heads, "verdict"]
 
 
@@ -129,7 +160,7 @@ def table_rows(report: CompareReport, rows: Sequence[Row] | None = None) -> list
             format_number(r.stats.mean_cand),
             format_delta(r.stats.delta_pct),
             format_ci(r.stats),
-            format_p(r.stats.p_value),
+            format_p(shown_p(r)),
             format_n(r),
             format_mde(r.stats.mde_pct),
             r.verdict,
@@ -152,6 +183,13 @@ def report_dict(report: CompareReport) -> dict[str, Any]:
             "metrics": list(report.metrics),
             "threshold": report.threshold,
             "alpha": report.alpha,
+            "correction": {
+                "method": report.correction,
+                "comparisons": report.comparisons,
+                "primary": report.primary,
+                "primary_share_of_alpha": PRIMARY_SHARE,
+                "tests": dict(report.tests),
+            },
             "summary": report.counts(),
             "environment": {
                 "allowed": report.allow_env_diff,
@@ -191,6 +229,8 @@ def _row_dict(row: Row) -> dict[str, Any]:
         "ci_low_pct": s.ci_low_pct,
         "ci_high_pct": s.ci_high_pct,
         "p_value": s.p_value,
+        "p_test": row.p_value,
+        "p_adjusted": row.p_adjusted,
         "n_baseline": s.n_base,
         "n_candidate": s.n_cand,
         "trials_baseline": row.trials_base,
@@ -297,7 +337,12 @@ def to_junit(report: CompareReport) -> str:
             skipped=str(sum(r.verdict in ("incomparable", "insufficient data") for r in rows)),
         )
         props = ET.SubElement(suite, "properties")
-        for name, value in (("threshold", report.threshold), ("alpha", report.alpha)):
+        for name, value in (
+            ("threshold", report.threshold),
+            ("alpha", report.alpha),
+            ("correction", report.correction),
+            ("comparisons", report.comparisons),
+        ):
             ET.SubElement(props, "property", name=name, value=str(value))
         for row in rows:
             _junit_case(suite, row)
@@ -310,7 +355,7 @@ def _junit_case(suite: ET.Element, row: Row) -> None:
     summary = (
         f"{row.metric} {row.verdict}: {format_number(row.stats.mean_base)} -> "
         f"{format_number(row.stats.mean_cand)} ({format_delta(row.stats.delta_pct)}, "
-        f"95 % CI {format_ci(row.stats)}, p {format_p(row.stats.p_value)}, n {format_n(row)})"
+        f"95 % CI {format_ci(row.stats)}, p {format_p(shown_p(row))}, n {format_n(row)})"
     )
     if row.verdict == "worse":
         ET.SubElement(case, "failure", message=summary, type="regression").text = row.note

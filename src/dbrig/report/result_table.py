@@ -1,20 +1,23 @@
 """The per-cell result table printed after a run and by ``dbrig show``, and its pivot.
 
 One row per cell: its factors, then each headline metric as the mean over
-repetitions with its 95 % confidence interval and coefficient of variation.
-Only reads saved results.
+repetitions with its 95 % confidence interval and coefficient of variation,
+then the context columns the run has (stress-ng's achieved share and CPU, CPU
+by process role, the client's user and system CPU, mysqlslap's fastest and
+slowest iteration) as means only. Only reads saved results.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 
 from dbrig.analysis.stats import summarize
 from dbrig.errors import ConfigError
-from dbrig.metrics import DEFAULT_PERCENTILE, HEADLINE, format_spec, headline
+from dbrig.metrics import DEFAULT_PERCENTILE, HEADLINE, detail, format_spec, headline
 
 
 def cell_table(
@@ -23,6 +26,7 @@ def cell_table(
     """Aggregate repetitions: one row per cell with mean, CI and CV per headline metric."""
     if results.empty:
         return pd.DataFrame()
+    context = detail({c for c in results.columns if results[c].notna().any()})
     rows = []
     for cell, group in results.groupby("cell", sort=True):
         ok = group[group["status"] == "ok"]
@@ -35,6 +39,9 @@ def cell_table(
             column = metric.name
             if column in ok and ok[column].notna().any():
                 row[column] = _mean_ci_cv(ok[column].dropna().tolist())
+        for metric in context:
+            values = pd.to_numeric(ok[metric.name], errors="coerce").dropna()
+            row[metric.name] = float(values.mean()) if len(values) else math.nan
         failed = group[group["status"] != "ok"]
         row["failed"] = "; ".join(str(r) for r in failed["reason"].dropna().unique())
         rows.append(row)
@@ -48,6 +55,8 @@ def _mean_ci_cv(values: list[float]) -> tuple[float, float | None, float | None]
 
 
 def format_cell(value: object, fmt: str) -> str:
+    if isinstance(value, float) and not math.isnan(value):
+        return fmt.format(value)
     if not isinstance(value, tuple):
         return (
             "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
@@ -67,7 +76,7 @@ def render(table: pd.DataFrame, percentile: object = None) -> tuple[list[str], l
         return [], []
     formats = {
         m.name: (m.terminal_heading, m.terminal_format)
-        for m in headline(percentile=percentile or DEFAULT_PERCENTILE)
+        for m in (*headline(percentile=percentile or DEFAULT_PERCENTILE), *detail())
     }
     headings, columns = [], []
     for column in table.columns:
@@ -92,29 +101,122 @@ def markdown(headings: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(headings), line(["---"] * len(headings)), *map(line, rows)])
 
 
+@dataclass(frozen=True)
+class Pivot:
+    """A pivot ready to print: ``pooled_over`` names the factors whose cells were
+    averaged together (only with ``pool``), each with its number of values."""
+
+    headings: list[str]
+    rows: list[list[str]]
+    pooled_over: dict[str, int]
+
+
 def pivot(
-    results: pd.DataFrame, rows: str, columns: str, metric: str, labels: Mapping[str, str]
-) -> tuple[list[str], list[list[str]]]:
-    """The seeds' shape: one factor down, one across, a metric's mean ±CI in each cell.
+    results: pd.DataFrame,
+    rows: Sequence[str] | str,
+    columns: Sequence[str] | str,
+    metric: str,
+    labels: Mapping[str, str],
+    *,
+    factors: Sequence[str] = (),
+    pool: bool = False,
+) -> Pivot:
+    """The seeds' shape: factors down, factors across, a metric's mean ±CI in each cell.
 
     Seed 001's table is ``--rows server --columns load_type --metric avg_s``.
-    Factors may be given by full path or short label.
+    Factors may be given by full path or short label; several on one side are one
+    joint factor (``engine, concurrency``). A factor of ``factors`` that is on
+    neither side but varies would be averaged into the cells, and a pooled spread
+    is not one cell's spread: refused unless ``pool``.
     """
-    row_key, column_key = (_factor_column(results, name, labels) for name in (rows, columns))
+    rows, columns = _names(rows), _names(columns)
+    row_keys = [_factor_column(results, name, labels) for name in rows]
+    column_keys = [_factor_column(results, name, labels) for name in columns]
     if metric not in results:
         raise ConfigError(f"--metric {metric}: not a column of this run's results")
     ok = results[results["status"] == "ok"]
+    others = [f for f in factors if f not in (*row_keys, *column_keys) and f in ok]
+    averaged = _varying_within(ok, [*row_keys, *column_keys], others)
+    if averaged and not pool:
+        listed = ", ".join(f"{labels.get(f, f)} ({n} values)" for f, n in averaged.items())
+        raise ConfigError(
+            f"show: the pivot would average over {listed}; fix them with --where "
+            "FACTOR=VALUE, add them to --rows or --columns, or pass --pool"
+        )
     fmt = "{:" + format_spec(metric) + "}"
-    across = list(dict.fromkeys(results[column_key]))
+    down = _joint(ok, row_keys)
+    across_values = _joint(results, column_keys)
+    across = list(dict.fromkeys(across_values))
+    ok_across = across_values.loc[ok.index]
     body = []
-    for down, group in ok.groupby(row_key, sort=False):
-        cells = [str(down)]
-        for value in across:
-            values = group.loc[group[column_key] == value, metric].dropna().tolist()
+    for value, group in ok.groupby(down, sort=False):
+        cells = [str(value)]
+        for column in across:
+            values = group.loc[ok_across.loc[group.index] == column, metric].dropna().tolist()
             cells.append(format_cell(_mean_ci_cv(values), fmt) if values else "")
         body.append(cells)
-    heading = f"{labels.get(row_key, row_key)} \\ {labels.get(column_key, column_key)}"
-    return [heading, *map(str, across)], body
+    side = ", ".join(labels.get(k, k) for k in row_keys)
+    top = ", ".join(labels.get(k, k) for k in column_keys)
+    return Pivot([f"{side} \\ {top}", *map(str, across)], body, averaged)
+
+
+def _names(value: Sequence[str] | str) -> list[str]:
+    items = [value] if isinstance(value, str) else list(value)
+    return [name.strip() for item in items for name in item.split(",") if name.strip()]
+
+
+def _joint(frame: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
+    """One label per trial for several factors together: "InnoDB, 10"."""
+    if len(keys) == 1:
+        return frame[keys[0]].astype(str)
+    return frame[list(keys)].astype(str).agg(", ".join, axis=1)
+
+
+def _varying_within(
+    frame: pd.DataFrame, keys: Sequence[str], others: Sequence[str]
+) -> dict[str, int]:
+    """Factors that take several values inside one pivot cell, with the most values seen.
+
+    A factor varied together with a shown one (seed 001's number_of_queries with
+    load_type) is constant in each cell and pools nothing.
+    """
+    keys = list(dict.fromkeys(keys))
+    if frame.empty or not others:
+        return {}
+    text = frame[[*keys, *others]].astype(str)
+    counts = text.groupby(list(keys))[list(others)].nunique().max()
+    return {f: int(counts[f]) for f in others if counts[f] > 1}
+
+
+def where(
+    results: pd.DataFrame, conditions: Sequence[str], labels: Mapping[str, str]
+) -> pd.DataFrame:
+    """The trials whose factors match every ``FACTOR=VALUE`` (2, 2.0 and "2" alike)."""
+    kept = results
+    for condition in conditions:
+        name, sep, value = condition.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"--where {condition}: expected FACTOR=VALUE, e.g. threads=8")
+        column = _factor_column(results, name.strip(), labels)
+        wanted = _same_value(value.strip())
+        match = kept[column].map(_same_value) == wanted
+        if not match.any():
+            seen = ", ".join(dict.fromkeys(str(v) for v in results[column]))
+            raise ConfigError(
+                f"--where {condition}: no trial has {labels.get(column, column)}={value.strip()} "
+                f"(values: {seen})"
+            )
+        kept = kept[match]
+    return kept
+
+
+def _same_value(value: object) -> str:
+    text = str(value)
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() else repr(number)
 
 
 def _factor_column(results: pd.DataFrame, name: str, labels: Mapping[str, str]) -> str:

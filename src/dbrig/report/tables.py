@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import stdtrit  # Student's t quantile; lighter to import than scipy.stats
 
-from dbrig.metrics import DEFAULT_PERCENTILE, Metric, headline
+from dbrig.metrics import DEFAULT_PERCENTILE, Metric, detail, headline
 
 IDENTITY_COLUMNS = ("trial", "cell", "repetition", "server", "status", "reason")
 CSV_STATS = (("mean", "mean"), ("ci_low", "ci95_low"), ("ci_high", "ci95_high"), ("cv", "cv"))
@@ -137,6 +137,11 @@ def headline_metrics(results: pd.DataFrame) -> list[Metric]:
     """The headline metrics this run measured, with the latency percentile it used."""
     measured = {c for c in results.columns if results[c].notna().any()}
     return list(headline(measured, run_percentile(results)))
+
+
+def detail_metrics(results: pd.DataFrame) -> list[Metric]:
+    """The context columns this run has (stress-ng achieved, CPU by role, client CPU, ...)."""
+    return list(detail({c for c in results.columns if results[c].notna().any()}))
 
 
 def run_percentile(results: pd.DataFrame) -> str:

@@ -24,6 +24,8 @@ weak_interference         a repetition's ``stress_achieved_ratio`` under 0.8
 swap                      swap-in or swap-out above 0 MiB/s
 steal                     CPU steal above 5 % (mean over the cell's repetitions)
 sampler_overhead          the samplers' own CPU (``sampler_cpu_pct``) above 1 % of a core
+peak_not_reached          a concurrency sweep whose largest N is below the N* of its USL fit
+                          (:mod:`dbrig.report.scaling`): the peak lies beyond the sweep
 ========================  ==================================================================
 """
 
@@ -36,8 +38,10 @@ from typing import Any
 
 import pandas as pd
 
+from dbrig.metrics import metric as registry_entry
 from dbrig.metrics import throughput_metrics
 from dbrig.report.data import RunData, load_run
+from dbrig.report.scaling import find_sweeps
 from dbrig.report.tables import CellStats, aggregate, cell_overview, metric_columns
 from dbrig.util.units import parse_size, to_float
 
@@ -116,6 +120,7 @@ def compute_warnings(data: RunData, overview: pd.DataFrame, stats: CellStats) ->
         _swap,
         _steal,
         _sampler_overhead,
+        _peak_not_reached,
     ]
     found: list[RunWarning] = []
     for check in checks:
@@ -167,7 +172,8 @@ def _failed(run: _Run) -> list[RunWarning]:
         )
         for r in rows.itertuples()
     ]
-    return _per_cell("failed", hits, run.n_cells, "repetitions failed")
+    where = "every cell's reasons in the result table's 'failed' column"
+    return _per_cell("failed", hits, run.n_cells, "repetitions failed", where=where)
 
 
 def _short_window(run: _Run) -> list[RunWarning]:
@@ -180,7 +186,10 @@ def _short_window(run: _Run) -> list[RunWarning]:
         for cell, seconds in short.items()
     ]
     tail = f" (under {MIN_WINDOW_S:.0f} s: too short for a steady state; aim for minutes)"
-    return _uniform_or_per_cell("short_window", hits, window.size, tail, "short measured windows")
+    column = "measured_time_s" if what == "measured window" else "time_workload_s"
+    return _uniform_or_per_cell(
+        "short_window", hits, window.size, tail, "short measured windows", see(column)
+    )
 
 
 def _data_in_buffer_pool(run: _Run) -> list[RunWarning]:
@@ -206,7 +215,8 @@ def _data_in_buffer_pool(run: _Run) -> list[RunWarning]:
     if hits and len(hits) == run.n_cells and len({h.text for h in hits}) == 1:
         return [RunWarning("data_in_buffer_pool", f"{head} ({hits[0].text}; every cell)")]
     summary = "the data fits in the buffer pool (this measures CPU and locking, not disk)"
-    return _per_cell("data_in_buffer_pool", hits, run.n_cells, summary, head + ": ")
+    where = "the data-set settings of every cell in the report's matrix table"
+    return _per_cell("data_in_buffer_pool", hits, run.n_cells, summary, head + ": ", where=where)
 
 
 def _errors(run: _Run) -> list[RunWarning]:
@@ -222,7 +232,8 @@ def _errors(run: _Run) -> list[RunWarning]:
         if parts:
             text = " and ".join(parts) + " (mean over repetitions; above 0)"
             hits.append(_Hit(cell, run.label(cell), text, err + rec))
-    return _per_cell("errors", hits, run.n_cells, "errors or reconnects")
+    where = f"{see('errors_per_s')}; reconnects_per_s in results.csv"
+    return _per_cell("errors", hits, run.n_cells, "errors or reconnects", where=where)
 
 
 def _high_cv(run: _Run) -> list[RunWarning]:
@@ -241,7 +252,10 @@ def _high_cv(run: _Run) -> list[RunWarning]:
         )
         for cell, value in cv[cv > MAX_CV].items()
     ]
-    return _per_cell("high_cv", hits, run.n_cells, f"{name} varying across repetitions")
+    where = f"every cell's CV in the result table's {name} column"
+    return _per_cell(
+        "high_cv", hits, run.n_cells, f"{name} varying across repetitions", where=where
+    )
 
 
 def _few_repetitions(run: _Run) -> list[RunWarning]:
@@ -260,7 +274,8 @@ def _few_repetitions(run: _Run) -> list[RunWarning]:
     hits = [
         _Hit(r.cell, r.label, f"{r.ok} successful repetition(s)", -r.ok) for r in few.itertuples()
     ]
-    return _per_cell("few_repetitions", hits, run.n_cells, "too few repetitions", "", tail)
+    where = "every cell's count in the result table's 'n' column"
+    return _per_cell("few_repetitions", hits, run.n_cells, "too few repetitions", "", tail, where)
 
 
 def _weak_interference(run: _Run) -> list[RunWarning]:
@@ -288,7 +303,9 @@ def _weak_interference(run: _Run) -> list[RunWarning]:
             f"{100 * MIN_STRESS_RATIO:.0f} %: {weak_reps[cell]}; mean {100 * row['mean']:.0f} %)"
         )
         hits.append(_Hit(str(cell), run.label(str(cell)), text, 1 - row["worst"]))
-    return _per_cell("weak_interference", hits, run.n_cells, "interference below its target")
+    summary = "interference below its target"
+    where = see("stress_achieved_ratio")
+    return _per_cell("weak_interference", hits, run.n_cells, summary, where=where)
 
 
 def _swap(run: _Run) -> list[RunWarning]:
@@ -299,7 +316,8 @@ def _swap(run: _Run) -> list[RunWarning]:
         if rate_in > 0 or rate_out > 0:
             text = f"swapping: {rate_in:.2f} MiB/s in, {rate_out:.2f} MiB/s out"
             hits.append(_Hit(cell, run.label(cell), text, rate_in + rate_out))
-    return _per_cell("swap", hits, run.n_cells, "swap activity")
+    where = see("swap_in_mb_per_s") + " (and swap_out_mb_per_s)"
+    return _per_cell("swap", hits, run.n_cells, "swap activity", where=where)
 
 
 def _steal(run: _Run) -> list[RunWarning]:
@@ -313,7 +331,7 @@ def _steal(run: _Run) -> list[RunWarning]:
         )
         for cell, value in steal[steal > MAX_STEAL_PCT].items()
     ]
-    return _per_cell("steal", hits, run.n_cells, "CPU steal")
+    return _per_cell("steal", hits, run.n_cells, "CPU steal", where=see("steal_pct"))
 
 
 def _seconds(value: float) -> str:
@@ -338,7 +356,28 @@ def _sampler_overhead(run: _Run) -> list[RunWarning]:
         )
         for cell, value in cost[cost > MAX_SAMPLER_PCT].items()
     ]
-    return _per_cell("sampler_overhead", hits, run.n_cells, "sampler overhead")
+    where = see("sampler_cpu_pct")
+    return _per_cell("sampler_overhead", hits, run.n_cells, "sampler overhead", where=where)
+
+
+def _peak_not_reached(run: _Run) -> list[RunWarning]:
+    found = []
+    for sweep in find_sweeps(run.data):
+        fit = sweep.fit
+        n_star, largest = fit.n_star, fit.max_n
+        if n_star is None or largest is None or largest >= n_star:
+            continue
+        metric = sweep.throughput
+        gain = (fit.predicted_peak or 0) / fit.predict(largest) - 1
+        where = f"{sweep.group}: " if sweep.group else ""
+        message = (
+            f"{where}the peak was not reached: extend the sweep beyond {sweep.label}="
+            f"{largest:g} (the USL fit puts the peak at N* = {n_star:.1f}, "
+            f"{metric.format(fit.predicted_peak)} {metric.unit}, {100 * gain:.1f} % above "
+            f"its value at {largest:g})"
+        )
+        found.append(RunWarning("peak_not_reached", message))
+    return found
 
 
 # --------------------------------------------------------------------------- helpers
@@ -370,6 +409,15 @@ def _where(hit: _Hit) -> str:
     return hit.cell if hit.label in ("", "(single cell)") else f"{hit.cell} ({hit.label})"
 
 
+def see(column: str) -> str:
+    """Where every cell's value of ``column`` can be read: a result table column if it
+    is one (headline or context metric), else results.csv."""
+    entry = registry_entry(column)
+    if entry is not None and (entry.headline or entry.detail):
+        return f"every cell in the result table's {entry.terminal_heading!r} column"
+    return f"every trial in column {column} of results.csv"
+
+
 def _per_cell(
     code: str,
     hits: list[_Hit],
@@ -377,25 +425,23 @@ def _per_cell(
     summary: str,
     prefix: str = "",
     suffix: str = "",
+    where: str = "every cell in the result table",
 ) -> list[RunWarning]:
     if len(hits) <= MAX_CELL_WARNINGS:
         return [RunWarning(code, f"{_where(h)}: {prefix}{h.text}{suffix}", h.cell) for h in hits]
     worst = sorted(hits, key=lambda h: h.severity, reverse=True)[:3]
     examples = "; ".join(f"{_where(h)}: {h.text}" for h in worst)
-    message = (
-        f"{summary} in {len(hits)} of {n_cells} cells{suffix}; worst: {examples}; "
-        "see the result table"
-    )
+    message = f"{summary} in {len(hits)} of {n_cells} cells{suffix}; worst: {examples}; {where}"
     return [RunWarning(code, message)]
 
 
 def _uniform_or_per_cell(
-    code: str, hits: list[_Hit], n_cells: int, suffix: str, summary: str
+    code: str, hits: list[_Hit], n_cells: int, suffix: str, summary: str, where: str
 ) -> list[RunWarning]:
     """One run-wide warning when every cell trips the check with the same number."""
     if hits and len(hits) == n_cells and len({h.text for h in hits}) == 1:
         return [RunWarning(code, f"{hits[0].text} in every cell{suffix}")]
-    return _per_cell(code, hits, n_cells, summary, "", suffix)
+    return _per_cell(code, hits, n_cells, summary, "", suffix, where)
 
 
 def _mib(size: float) -> str:

@@ -10,10 +10,18 @@ from dbrig import proc
 from dbrig.endpoint import Endpoint
 from dbrig.run.commands import trial_commands
 from dbrig.run.datasets import data_set_id, prepare_steps, prepared_before_every_trial
-from dbrig.run.preflight import cell_endpoint, find_binaries
+from dbrig.run.preflight import cell_endpoint, check_host, find_binaries
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
+from dbrig.server.sandbox import my_cnf_lines
 from dbrig.tools.base import WorkloadTool
 from dbrig.tools.registry import workload_for
+
+
+def check(plan: Plan, out: Path | None = None) -> None:
+    """The host checks of the run, before the dry run prints anything: a dry run that
+    passes is a run that starts (a tool that is not installed at all is only named)."""
+    workload_binary, interference_binaries = find_binaries(plan, strict=False)
+    check_host(plan, out, workload_binary, interference_binaries, strict=False)
 
 
 def describe(plan: Plan) -> Iterator[str]:
@@ -114,6 +122,6 @@ def _prepare_lines(
 
 def _server_lines(config: ManagedServer | ExternalServer) -> Iterator[str]:
     if isinstance(config, ManagedServer) and config.config:
-        yield "  my.cnf: " + ", ".join(f"{k}={v}" for k, v in config.config.items())
+        yield "  my.cnf: " + ", ".join(my_cnf_lines(config.config))
     if isinstance(config, ManagedServer) and config.cpus:
         yield "  server pinned to cores: " + ",".join(map(str, config.cpus))

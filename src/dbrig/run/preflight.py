@@ -45,8 +45,29 @@ class Toolbox:
 
 def preflight(plan: Plan, out: Path | None = None) -> Toolbox:
     """Find every binary and check every cell against this host; raises before anything runs."""
+    workload, interference = find_binaries(plan, strict=True)
+    servers = check_host(plan, out, workload, interference, strict=True)
+    return Toolbox(
+        workload=workload,
+        workload_version=probe.tool_version(workload),
+        interference=interference,
+        interference_versions={k: probe.tool_version(p) for k, p in interference.items()},
+        servers=servers,
+    )
+
+
+def check_host(
+    plan: Plan,
+    out: Path | None,
+    workload: Path,
+    interference: dict[str, Path],
+    *,
+    strict: bool,
+) -> dict[str, ServerBinary]:
+    """Every cell against this host: cores, commands, server binaries, external servers,
+    OS settings. ``--dry-run`` checks this too (``strict=False``: a tool or server binary
+    that is not installed at all is named, not refused); it starts no server or workload."""
     try:
-        workload, interference = find_binaries(plan, strict=True)
         cpu_count = os.cpu_count() or 1
         for cell in plan.cells:
             for tool in interference_for(cell.scenario.interference):
@@ -59,17 +80,22 @@ def preflight(plan: Plan, out: Path | None = None) -> Toolbox:
     for name in sorted({c.server for c in plan.cells}):
         spec = plan.scenario.server_specs[name]
         if isinstance(spec, ManagedServer):
-            servers[name] = find_server(spec.basedir)
+            binary = _server_binary(plan, spec, strict)
+            if binary is not None:
+                servers[name] = binary
         else:
             _check_reachable(plan, name, spec)
     _check_system(plan, out or Path(plan.scenario.out))
-    return Toolbox(
-        workload=workload,
-        workload_version=probe.tool_version(workload),
-        interference=interference,
-        interference_versions={k: probe.tool_version(p) for k, p in interference.items()},
-        servers=servers,
-    )
+    return servers
+
+
+def _server_binary(plan: Plan, spec: ManagedServer, strict: bool) -> ServerBinary | None:
+    try:
+        return find_server(spec.basedir)
+    except ToolMissing as exc:
+        if not strict and spec.basedir is None:
+            return None  # the dry run of a machine without the server installed
+        raise ToolMissing(f"{plan.source}: {exc.message}", hint=exc.hint) from None
 
 
 def find_binaries(plan: Plan, *, strict: bool) -> tuple[Path, dict[str, Path]]:

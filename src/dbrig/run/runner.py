@@ -33,6 +33,7 @@ from dbrig.run.preflight import Toolbox, datadir_device
 from dbrig.run.progress import Progress
 from dbrig.run.trial import TrialContext, TrialExecutor, TrialRecord
 from dbrig.scenario import ExternalServer, ManagedServer, Plan, Trial
+from dbrig.server.cache import SnapshotCache
 from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle, ServerHandle
 
 log = logging.getLogger(__name__)
@@ -57,12 +58,16 @@ class Runner:
         *,
         keep_data: bool = False,
         emit: Callable[[str], None] = print,
+        snapshot_cache: SnapshotCache | None = None,
+        data_root: Path | None = None,
         events_timeout_s: float = DEFAULT_EVENTS_TIMEOUT_S,
     ) -> None:
         self.plan = plan
         self.run = run
         self.tools = tools
         self.keep_data = keep_data
+        self.snapshot_cache = snapshot_cache
+        self.data_root = data_root  # a clone workspace's servers/ folder, if any
         self.emit = emit
         self.servers: dict[str, ServerHandle] = {}
         self._servers_saved = set(run.saved().servers)
@@ -86,7 +91,10 @@ class Runner:
                 self.servers[name] = ExternalServerHandle(name, spec, home)
             else:
                 binary = self.tools.servers[name]
-                self.servers[name] = ManagedServerHandle(name, spec, binary, home)
+                cache, data_home = self.snapshot_cache, None
+                if self.data_root is not None:
+                    data_home = self.data_root / name
+                self.servers[name] = ManagedServerHandle(name, spec, binary, home, cache, data_home)
         return self.servers[name]
 
     def execute(self, trials: list[Trial]) -> RunSummary:

@@ -21,7 +21,7 @@ from typing import Any
 import pymysql
 
 from dbrig import proc, sampling, store
-from dbrig.errors import DbrigError
+from dbrig.errors import DbrigError, DiskFull, ServerInitError
 from dbrig.host.settings import SystemState
 from dbrig.run.commands import (
     DEFAULT_EVENTS_TIMEOUT_S,
@@ -35,6 +35,7 @@ from dbrig.scenario import Cell, Trial
 from dbrig.server.handles import ServerHandle, setting_warnings
 from dbrig.tools.base import Outcome
 from dbrig.tools.registry import workload_for
+from dbrig.util.files import disk_full, is_disk_full
 
 OUTPUT_TAIL_LINES = 20  # of the tool's output, kept in trial.json when a trial fails
 
@@ -126,10 +127,16 @@ class TrialExecutor:
             requested = dict(getattr(spec, "config", {}) or {})
             self.record.warnings.extend(setting_warnings(requested, self.record.effective_config))
             self._run_workload()
+        except (ServerInitError, DiskFull):
+            raise  # every trial after it would fail alike: the run stops
         except DbrigError as exc:
             self.record.fail(exc.message)
-        except (pymysql.err.Error, OSError) as exc:
-            # The server went away mid-query, a disk filled: this trial failed, the run goes on.
+        except OSError as exc:
+            if is_disk_full(exc):  # the trial's folder: nothing more can be saved
+                raise disk_full(self.folder) from exc
+            self.record.fail(f"{type(exc).__name__}: {exc}")
+        except pymysql.err.Error as exc:
+            # The server went away mid-query: this trial failed, the run goes on.
             self.record.fail(f"{type(exc).__name__}: {exc}")
         finally:
             self.record.timings.update(self.server.finish_trial())
@@ -264,6 +271,9 @@ class TrialExecutor:
             status.stop()
             with contextlib.suppress(Exception):
                 conn.close()
+        for sampler in (host, status):
+            if sampler.failure is not None and is_disk_full(sampler.failure):
+                raise disk_full(self.folder) from sampler.failure
         self.record.metrics.update(sampling.summarize_cell(self.folder, pinned_cores=pinned_cores))
 
     def _process_roles(self) -> dict[str, list[int]]:

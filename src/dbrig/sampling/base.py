@@ -102,6 +102,7 @@ class _Sampler:
         self.cell_dir = Path(cell_dir)
         self.interval = float(timing.interval)
         self.error: str | None = None
+        self.failure: BaseException | None = None  # what set ``error``, when it was raised
         self._clock = timing.clock
         self._t0 = timing.t0  # set by start() or open() when the timing has none
         self._warmup_s = float(timing.warmup_s)
@@ -205,6 +206,7 @@ class _Sampler:
         except SamplerFailure as exc:
             self.error = str(exc)
         except Exception as exc:
+            self.failure = exc
             self.error = f"{self.name} sampler failed: {type(exc).__name__}: {_one_line(exc)}"
         finally:
             with contextlib.suppress(OSError):

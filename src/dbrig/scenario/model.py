@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from dbrig.host.settings import SystemSettings
 from dbrig.tools.registry import INTERFERENCE_TOOLS, WORKLOAD_TOOLS, field_name
+from dbrig.util.units import parse_size
 
 Scalar = str | int | float | bool | None
 RESERVED_SERVER_SETTINGS = frozenset(
@@ -145,6 +146,23 @@ class Sampling(_Frozen):
     )
 
 
+class WorkspaceSpec(_Frozen):
+    image: str | None = Field(
+        None, description="size of an XFS (reflink) image for datadirs and snapshots, e.g. 20G"
+    )
+
+    @field_validator("image")
+    @classmethod
+    def _a_size(cls, value: str | None) -> str | None:
+        if value is not None and parse_size(value) is None:
+            raise ValueError(f"expected a size such as 20G, got {value!r}")
+        return value
+
+    @property
+    def image_bytes(self) -> int | None:
+        return None if self.image is None else parse_size(self.image)
+
+
 class Scenario(_Frozen):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
@@ -154,6 +172,7 @@ class Scenario(_Frozen):
     interference: Interference = Interference()
     sampling: Sampling = Sampling()
     system: SystemSettings = SystemSettings()
+    workspace: WorkspaceSpec = WorkspaceSpec()
     matrix: dict[str, list[Any]] | list[dict[str, list[Any]]] = Field(default_factory=dict)
     repeat: int = Field(1, ge=1, le=1000)
     warmup: int = Field(0, ge=0, description="seconds of load run and discarded before measuring")

@@ -20,6 +20,7 @@ from typing import Any
 
 import pymysql
 
+from dbrig import proc
 from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
 
@@ -29,6 +30,7 @@ ACCESS_DENIED = 1045
 def read_password(name: str, password_env: str | None, defaults_file: Path | None) -> str:
     """The password from the environment or a defaults file ('' when neither is given)."""
     if password_env:
+        proc.scrub_from_children(password_env)  # tools get it through a 0600 option file
         value = os.environ.get(password_env)
         if value is None:
             raise ConfigError(

@@ -26,6 +26,7 @@ from dbrig.endpoint import Credentials, Endpoint
 from dbrig.scenario import ExternalServer, ManagedServer
 from dbrig.server import datadir as dd
 from dbrig.server.binary import ServerBinary
+from dbrig.server.cache import SnapshotCache, entry_key
 from dbrig.server.external import ExternalConnection
 from dbrig.server.sandbox import Sandbox
 from dbrig.util.units import parse_size, to_float
@@ -91,8 +92,21 @@ def setting_warnings(requested: dict[str, Any], effective: dict[str, Any]) -> li
 class ManagedServerHandle:
     """A sandbox plus the snapshots of its prepared data, one per data set."""
 
-    def __init__(self, name: str, spec: ManagedServer, binary: ServerBinary, home: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        spec: ManagedServer,
+        binary: ServerBinary,
+        home: Path,
+        cache: SnapshotCache | None = None,
+        data_home: Path | None = None,
+    ) -> None:
+        """``data_home`` (default ``home``) holds the datadir and snapshots: a clone
+        workspace's filesystem when there is one; logs and my.cnf stay in ``home``."""
+        data_home = data_home or home
         self.name = name
+        self.binary = binary
+        self.cache = cache
         self.spec = spec
         self.sandbox = Sandbox(
             name,
@@ -101,9 +115,10 @@ class ManagedServerHandle:
             cpus=spec.cpus,
             port=spec.port,
             startup_timeout_s=spec.startup_timeout,
+            datadir=data_home / "datadir",
         )
         self.home = home
-        self.snapshots = home / "snapshots"
+        self.snapshots = data_home / "snapshots"
         self.info: dict[str, Any] = {}
 
     @property
@@ -121,7 +136,15 @@ class ManagedServerHandle:
         return self.sandbox.endpoint(database)
 
     def has_data_set(self, digest: str) -> bool:
-        return self._data_set_path(digest).exists()
+        """True if data set ``digest`` is snapshotted here, or could be taken from the
+        snapshot cache (then it now is: init and prepare are skipped)."""
+        target = self._data_set_path(digest)
+        if target.exists():
+            return True
+        if self.cache is None:
+            return False
+        self.snapshots.mkdir(parents=True, exist_ok=True)
+        return self.cache.fetch(self._cache_key(digest), target)
 
     def load_base(self, database: str) -> None:
         """The freshly initialised datadir (made on first use), ready for a prepare."""
@@ -145,6 +168,11 @@ class ManagedServerHandle:
         target = self._data_set_path(digest)
         dd.snapshot(self.sandbox.datadir, target)
         (target.parent / f"{target.name}.json").write_text(json.dumps({"key": key}, default=str))
+        if self.cache is not None:
+            self.cache.store(self._cache_key(digest), target)
+
+    def _cache_key(self, digest: str) -> dict[str, Any]:
+        return entry_key(self.binary, dict(self.spec.config), digest)
 
     def restore_data_set(self, digest: str) -> float:
         """Stop the server and make its datadir an exact copy of data set ``digest``."""
@@ -173,13 +201,15 @@ class ManagedServerHandle:
         self.sandbox.close()
         if keep_data:
             return
-        ownership.remove_owned(self.sandbox.datadir)
+        dd.remove_datadir(self.sandbox.datadir)
         if self.snapshots.is_dir():
             for path in self.snapshots.iterdir():
                 if path.is_dir():
                     ownership.remove_owned(path)
                 elif path.suffix == ".json":
                     path.unlink()
+            with contextlib.suppress(OSError):  # not empty: something dbrig did not make
+                self.snapshots.rmdir()
 
     # -- snapshots --------------------------------------------------------------------
 
@@ -189,7 +219,7 @@ class ManagedServerHandle:
             return base
         self.home.mkdir(parents=True, exist_ok=True)
         # Left by an attempt that failed or was interrupted.
-        ownership.remove_owned(self.sandbox.datadir)
+        dd.remove_datadir(self.sandbox.datadir)
         self.sandbox.initialize()
         self.sandbox.start(config)
         try:

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import socket
 import tempfile
 import time
@@ -24,8 +25,9 @@ import pymysql
 
 from dbrig import ownership, proc
 from dbrig.endpoint import Endpoint
-from dbrig.errors import ConfigError, ServerError
+from dbrig.errors import ConfigError, ServerError, ServerInitError
 from dbrig.server.binary import ServerBinary
+from dbrig.server.datadir import incomplete_marker
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +36,9 @@ _ERROR_LOG_TAIL = 12
 _INIT_TIMEOUT_S = 300
 
 
-def render_my_cnf(settings: Mapping[str, Any]) -> str:
-    """A ``[mysqld]`` section: ``None`` renders a bare option, booleans ON/OFF."""
-    lines = ["# written by dbrig: do not edit, it is rewritten before every start", "[mysqld]"]
+def my_cnf_lines(settings: Mapping[str, Any]) -> list[str]:
+    """Option lines as my.cnf holds them: ``None`` is a bare option, booleans ON/OFF."""
+    lines = []
     for key, value in settings.items():
         if value is None:
             lines.append(str(key))
@@ -44,7 +46,13 @@ def render_my_cnf(settings: Mapping[str, Any]) -> str:
             lines.append(f"{key}={'ON' if value else 'OFF'}")
         else:
             lines.append(f"{key}={value}")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def render_my_cnf(settings: Mapping[str, Any]) -> str:
+    """A ``[mysqld]`` section of :func:`my_cnf_lines`."""
+    header = ["# written by dbrig: do not edit, it is rewritten before every start", "[mysqld]"]
+    return "\n".join([*header, *my_cnf_lines(settings)]) + "\n"
 
 
 def free_port() -> int:
@@ -59,6 +67,55 @@ def port_is_free(port: int) -> bool:
             s.bind(("127.0.0.1", port))
         except OSError:
             return False
+    return True
+
+
+# Lines of an error log that say why a server died; [Note] lines ("ready for connections")
+# never do, and [Warning] lines of clients ("Aborted connection") rarely.
+_DEATH_MARKERS = ("[ERROR]", "got signal", "Aborting", "Fatal", "fatal", "Assertion", "assertion")
+
+
+def death_excerpt(log_text: str) -> list[str]:
+    """The error log lines that explain a server's death (none for a plain kill -9)."""
+    lines = [ln.strip() for ln in log_text.splitlines()]
+    return [ln for ln in lines if "[Note]" not in ln and any(m in ln for m in _DEATH_MARKERS)]
+
+
+def _exit_words(done: proc.Finished) -> str:
+    sig = done.killed_by_signal
+    if sig is None:
+        return done.exit_text
+    with contextlib.suppress(ValueError):
+        return f"killed by {signal.Signals(sig).name}"
+    return f"killed by signal {sig}"
+
+
+SOCKET_DIR_PREFIX = "dbrig-"
+
+
+def remove_orphaned_socket_dirs(tmp: Path) -> list[Path]:
+    """Remove the socket folders under ``tmp`` that a dbrig now dead left behind (SIGKILL
+    gives it no chance to): only folders marked as dbrig's socket folder, whose owner pid
+    is gone. Returns what was removed."""
+    removed = []
+    for folder in tmp.glob(f"{SOCKET_DIR_PREFIX}*"):
+        mark = ownership.marker(folder)
+        owner = mark.get("owner_pid")
+        if mark.get("role") != "socket" or not isinstance(owner, int) or _alive(owner):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        log.info("removed %s, left by dbrig pid %d", folder, owner)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
     return True
 
 
@@ -84,11 +141,12 @@ class Sandbox:
         cpus: list[int] | None = None,
         port: int | None = None,
         startup_timeout_s: float = 120.0,
+        datadir: Path | None = None,
     ) -> None:
         self.name = name
         self.binary = binary
         self.home = home
-        self.datadir = home / "datadir"
+        self.datadir = datadir or home / "datadir"
         self.error_log = home / "mysqld.err"
         self.my_cnf = home / "my.cnf"
         self.cpus = cpus
@@ -97,13 +155,16 @@ class Sandbox:
         self.startup_timeout_s = startup_timeout_s
         self._socket_dir: Path | None = None
         self._child: proc.Child | None = None
+        self._log_offset = 0  # where the running server's part of the error log starts
 
     # -- paths -------------------------------------------------------------------
 
     @property
     def socket_path(self) -> Path:
         if self._socket_dir is None:
-            self._socket_dir = Path(tempfile.mkdtemp(prefix="dbrig-", dir=_short_tmp()))
+            remove_orphaned_socket_dirs(Path(_short_tmp()))
+            self._socket_dir = Path(tempfile.mkdtemp(prefix=SOCKET_DIR_PREFIX, dir=_short_tmp()))
+            ownership.mark_owned(self._socket_dir, role="socket", owner_pid=os.getpid())
         path = self._socket_dir / "mysqld.sock"
         if len(str(path)) > MAX_SOCKET_PATH:
             raise ConfigError(
@@ -129,7 +190,7 @@ class Sandbox:
         argv = self._initialize_argv()
         done = proc.run(argv, timeout_s=_INIT_TIMEOUT_S, stdout=out, merge_stderr=True)
         if done.returncode != 0 or done.timed_out:
-            raise ServerError(
+            raise ServerInitError(
                 f"server '{self.name}': initialising the datadir failed ({done.exit_text}): "
                 + _first_errors(out)
             )
@@ -163,9 +224,15 @@ class Sandbox:
         """Write my.cnf from ``config`` and start; returns seconds until the server answered."""
         if self.is_running:
             raise ServerError(f"server '{self.name}' is already running")
+        if incomplete_marker(self.datadir).exists():
+            raise ServerError(
+                f"server '{self.name}': {self.datadir} was left half-restored; "
+                "restoring it again copies the whole snapshot"
+            )
         self.port = self._choose_port()
         self.my_cnf.write_text(render_my_cnf({**self._base_settings(), **config}))
         log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
+        self._log_offset = log_offset
         argv = [str(self.binary.mysqld), f"--defaults-file={self.my_cnf}"]
         if self.cpus:
             argv = ["taskset", "-c", ",".join(map(str, self.cpus)), *argv]
@@ -236,7 +303,9 @@ class Sandbox:
         done = self._child.poll()
         if done is None:
             return None
-        return f"server '{self.name}' died ({done.exit_text}): " + self._log_excerpt(0)
+        explained = death_excerpt(tail(self.error_log, 200, self._log_offset))[-3:]
+        why = " | ".join(explained) or f"nothing in {self.error_log} explains it"
+        return f"server '{self.name}' died ({_exit_words(done)}): {why}"
 
     def stop(self, timeout_s: float = 120.0) -> float:
         """SIGTERM and wait (a clean InnoDB shutdown), SIGKILL after ``timeout_s``."""

@@ -24,7 +24,7 @@ from typing import Any
 from dbrig.store.model import TrialResult
 from dbrig.store.results import RESULTS_CSV, result_row, results_frame
 from dbrig.store.rundir import RunDir
-from dbrig.util.files import write_text_atomic
+from dbrig.util.files import naming_a_full_disk, write_text_atomic
 
 
 class ResultsLog:
@@ -94,7 +94,7 @@ class ResultsLog:
         return buffer.getvalue()
 
     def _append_csv(self, row: dict[str, Any]) -> None:
-        with open(self.path, "a") as handle:
+        with naming_a_full_disk(self.path), open(self.path, "a") as handle:
             handle.write(self._lines([row]))  # one write of whole lines
 
     def _rewrite_csv(self) -> None:

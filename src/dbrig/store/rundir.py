@@ -31,6 +31,7 @@ import contextlib
 import datetime as dt
 import fcntl
 import json
+import logging
 import os
 import shutil
 from collections.abc import Iterator
@@ -40,10 +41,13 @@ from typing import Any
 import pandas as pd
 
 from dbrig import ownership
-from dbrig.errors import ConfigError
+from dbrig.errors import ConfigError, DiskFull
 from dbrig.store.model import SavedRun, TrialResult
 from dbrig.store.results import RESULTS_CSV, parquet_safe, results_frame
 from dbrig.util import files
+
+log = logging.getLogger(__name__)
+_said_rebuilt: set[Path] = set()
 
 RUN_JSON = "run.json"
 TRIAL_JSON = "trial.json"
@@ -129,7 +133,21 @@ class RunDir:
         return SavedRun.from_json(read_json(path), path)
 
     def write_saved(self, saved: SavedRun) -> None:
-        files.write_json_atomic(self.path / RUN_JSON, saved.to_json())
+        path = self.path / RUN_JSON
+        try:
+            files.write_json_atomic(path, saved.to_json())
+        except DiskFull:
+            # A full disk has no room for the copy; run.json must still say how the run
+            # ended, so overwrite it where it is if its blocks already hold the new text.
+            text = (json.dumps(saved.to_json(), indent=2, default=str) + "\n").encode()
+            if len(text) > path.stat().st_blocks * 512:
+                raise
+            old = path.read_bytes()
+            try:
+                _overwrite(path, text)
+            except OSError:
+                _overwrite(path, old)  # a copy-on-write filesystem: put back what was there
+                raise
 
     def update_saved(self, **changes: Any) -> SavedRun:
         saved = self.saved().replace(**changes)
@@ -193,14 +211,37 @@ class RunDir:
             parquet_safe(frame).to_parquet(tmp, index=False)
 
     def results(self) -> pd.DataFrame:
-        """One row per saved trial (empty before the first trial is saved)."""
+        """One row per saved trial (empty before the first trial is saved).
+
+        trial.json is the record: a results.csv whose trials are not the saved ones (cut
+        short by a full disk, edited, or a trial saved a moment ago) is rebuilt from them.
+        """
         path = self.path / RESULTS_CSV
         if not path.exists():
             return results_frame(self.trials().values())
         try:
-            return pd.read_csv(path)
+            frame = pd.read_csv(path)
         except pd.errors.EmptyDataError:  # written empty by an older dbrig
             return results_frame(self.trials().values())
+        saved = self.trial_ids()
+        listed = sorted(frame["trial"].astype(str)) if "trial" in frame else []
+        if listed == saved or not saved:  # no trial folders: a results-only copy of a run
+            return frame
+        if path not in _said_rebuilt:  # once per command, though report reads it twice
+            _said_rebuilt.add(path)
+            log.warning(
+                "%s lists %d trials but %d are saved in trials/: rebuilt from the trial folders",
+                path,
+                len(listed),
+                len(saved),
+            )
+        return results_frame(self.trials().values())
+
+
+def _overwrite(path: Path, data: bytes) -> None:
+    with open(path, "r+b") as handle:
+        handle.write(data)
+        handle.truncate()
 
 
 def read_trial(folder: Path) -> TrialResult:

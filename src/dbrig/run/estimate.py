@@ -1,0 +1,123 @@
+"""How long a run will take, before it starts: for ``--dry-run``.
+
+A trial costs its warm-up and measured time (what the workload tool says it will
+run) plus, on a managed server, the restore, start and stop around it. Those
+set-up costs depend on the host and the data set, so they are taken from the
+runs already saved on this host (the median over their trials), not guessed. A
+tool that runs a fixed amount of work (mysqlslap) has no known duration: the
+median of an earlier run of the same scenario stands in, or it is left out and
+said so.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from dbrig.scenario import ManagedServer, Plan
+from dbrig.tools.registry import workload_for
+
+SETUP_COLUMNS = ("time_restore_s", "time_server_start_s", "time_server_stop_s", "time_reset_s")
+RECENT_RUNS = 10  # newest run directories read for set-up costs
+
+
+@dataclass(frozen=True)
+class History:
+    """What earlier runs on this host measured: seconds per trial."""
+
+    setup_s: float | None  # restore + start + stop (+ reset), median per trial
+    setup_trials: int
+    workload_s: float | None  # the workload's wall time, same scenario name only
+
+
+def read_history(out: Path, scenario_name: str) -> History:
+    """Medians over the newest saved runs under ``out`` (nothing saved: all None)."""
+    setups: list[float] = []
+    workloads: list[float] = []
+    for results in _recent_results(out):
+        frame = pd.read_csv(results)
+        ok = frame[frame.get("status", "ok") == "ok"] if "status" in frame else frame
+        setup_columns = [c for c in SETUP_COLUMNS if c in ok]
+        if setup_columns:
+            setups += [float(v) for v in ok[setup_columns].sum(axis=1, min_count=1).dropna()]
+        if results.parent.name.startswith(f"{scenario_name}-") and "time_workload_s" in ok:
+            workloads += [float(v) for v in ok["time_workload_s"].dropna()]
+    return History(
+        statistics.median(setups) if setups else None,
+        len(setups),
+        statistics.median(workloads) if workloads else None,
+    )
+
+
+def _recent_results(out: Path) -> Iterable[Path]:
+    if not out.is_dir():
+        return []
+    found = [p for p in out.glob("*/results.csv") if p.stat().st_size > 0]
+    found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    return found[:RECENT_RUNS]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    total_s: float
+    lines: tuple[str, ...]  # how it was reached, one line each
+
+
+def estimate(plan: Plan, history: History) -> Estimate:
+    """The run's wall time: every trial's load time plus managed set-up from ``history``."""
+    warmup = plan.scenario.warmup
+    load_s = 0.0
+    unknown = 0
+    managed = 0
+    for trial in plan.trials:
+        cell = trial.cell
+        expected = workload_for(cell.scenario.workload).expected_seconds(warmup)
+        if expected is None:
+            expected = history.workload_s
+        if expected is None:
+            unknown += 1
+        else:
+            load_s += expected
+        if isinstance(cell.scenario.server_specs[cell.server], ManagedServer):
+            managed += 1
+    lines = [f"{len(plan.trials)} trials: {_duration(load_s)} of load (warm-up + measured)"]
+    setup_s = 0.0
+    if managed and history.setup_s is not None:
+        setup_s = managed * history.setup_s
+        lines.append(
+            f"{managed} managed set-ups x {history.setup_s:.1f} s (restore, start, stop: median "
+            f"of {history.setup_trials} earlier trials on this host) = {_duration(setup_s)}"
+        )
+    elif managed:
+        lines.append(
+            f"{managed} managed set-ups: not counted (no earlier run on this host to time "
+            "restore, start and stop)"
+        )
+    if unknown:
+        lines.append(
+            f"{unknown} trials run a fixed amount of work and no earlier run of this scenario "
+            "timed it: not counted"
+        )
+    lines.append("plus the data set loads (prepare) and the report")
+    return Estimate(load_s + setup_s, tuple(lines))
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def describe(plan: Plan, out: Path) -> list[str]:
+    """The dry run's estimate lines."""
+    found = estimate(plan, read_history(out, plan.scenario.name))
+    return [
+        f"estimated wall time: at least {_duration(found.total_s)}",
+        *(f"  {line}" for line in found.lines),
+    ]

@@ -1,0 +1,78 @@
+"""The snapshot cache with a real server: a cached snapshot restores exactly (CHECKSUM
+TABLE), and a second run of the same scenario skips init and prepare."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dbrig.server import cache as sc
+from dbrig.server import datadir as dd
+from dbrig.server.binary import find_server
+from dbrig.server.sandbox import Sandbox
+from tests.integration.helpers import (
+    TINY_CONFIG,
+    only_run_dir,
+    run_main,
+    tiny_scenario,
+    write_scenario,
+)
+from tests.integration.test_datadir import prepare_sysbench_data, table_state
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_snapshot_from_the_cache_restores_exactly(tmp_path: Path) -> None:
+    said: list[str] = []
+    cache = sc.SnapshotCache.open(tmp_path / "cache", say=said.append)
+    key = {"data_set": "it", "settings": sc.shaping_settings(TINY_CONFIG)}
+    first = Sandbox("it", find_server(), tmp_path / "first")
+    first.initialize()
+    try:
+        first.start(TINY_CONFIG)
+        prepare_sysbench_data(first, tmp_path / "prepare.out")
+        expected = table_state(first)
+        first.stop()
+        dd.snapshot(first.datadir, first.home / "snapshots" / "data")
+        assert cache.store(key, first.home / "snapshots" / "data")
+    finally:
+        first.close()
+
+    second = Sandbox("it", find_server(), tmp_path / "second")
+    snapshot = second.home / "snapshots" / "data"
+    assert cache.fetch(key, snapshot)
+    try:
+        dd.restore(snapshot, second.datadir)
+        second.start(TINY_CONFIG)
+        assert table_state(second) == expected
+        second.execute("UPDATE sbtest.sbtest1 SET k = k + 1 WHERE id = 3")
+        second.stop()
+        assert dd.restore(snapshot, second.datadir).path == "changed"
+        second.start(TINY_CONFIG)
+        assert table_state(second) == expected
+    finally:
+        second.close()
+    assert said == []
+
+
+def test_a_second_run_with_the_cache_skips_init_and_prepare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_scenario(tmp_path / "one.yaml", tiny_scenario())
+    cache = tmp_path / "cache"
+    prepared = []
+    for attempt in ("first", "second"):
+        out = tmp_path / attempt
+        args = ["run", str(path), "--out", str(out), "--no-report", "--snapshot-cache", str(cache)]
+        result = run_main(args, capsys)
+        assert result.code == 0, result.err
+        run = only_run_dir(out)
+        assert (pd.read_csv(run / "results.csv")["status"] == "ok").all()
+        prepared.append(sorted(p.name for p in run.glob("servers/*/*.log")))
+        prepared[-1] += sorted(p.name for p in run.glob("servers/*/prepare.out"))
+    assert "prepare.out" in prepared[0] and "initialize.log" in prepared[0]
+    assert prepared[1] == []
+    entries = sc.SnapshotCache.open(cache).entries()
+    assert len(entries) == 1 and entries[0].bytes > 0

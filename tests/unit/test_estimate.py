@@ -1,0 +1,60 @@
+"""``--dry-run``'s wall-time estimate: load time from the tool, set-up from earlier runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dbrig.run.estimate import History, estimate, read_history
+from dbrig.scenario import plan_from_dict
+
+SYSBENCH = {"sysbench": {"tables": 1, "table_size": 100, "time": 30}}
+SLAP = {"mysqlslap": {"number_of_queries": 100, "concurrency": 2}}
+
+
+def _plan(workload: dict, **extra: object):
+    raw = {"name": "est", "workload": workload, "repeat": 2, **extra}
+    return plan_from_dict(raw, seed=1)
+
+
+def _saved(out: Path, name: str, **columns: list[float]) -> None:
+    run = out / name
+    run.mkdir(parents=True)
+    frame = pd.DataFrame({"status": ["ok"] * len(next(iter(columns.values()))), **columns})
+    frame.to_csv(run / "results.csv", index=False)
+
+
+def test_setup_costs_are_the_median_of_earlier_trials(tmp_path: Path) -> None:
+    _saved(tmp_path, "a-20260101-000000", time_restore_s=[1.0, 1.0], time_server_start_s=[2, 4])
+    _saved(tmp_path, "est-20260102-000000", time_restore_s=[1.0], time_workload_s=[7.0])
+    history = read_history(tmp_path, "est")
+    assert history.setup_s == pytest.approx(3.0)  # per trial: 3, 5, 1 -> median 3
+    assert history.setup_trials == 3
+    assert history.workload_s == 7.0  # only from runs of the same scenario
+
+
+def test_a_timed_workload_counts_warmup_time_and_setup() -> None:
+    plan = _plan(SYSBENCH, warmup=5, matrix={"workload.sysbench.threads": [1, 2]})
+    found = estimate(plan, History(setup_s=2.0, setup_trials=10, workload_s=None))
+    assert found.total_s == pytest.approx(4 * (5 + 30) + 4 * 2.0)
+    assert any("median of 10 earlier trials" in line for line in found.lines)
+
+
+def test_without_history_the_setup_is_said_to_be_left_out() -> None:
+    found = estimate(_plan(SYSBENCH), History(None, 0, None))
+    assert found.total_s == 60
+    assert any("not counted (no earlier run" in line for line in found.lines)
+
+
+def test_fixed_work_uses_an_earlier_run_of_the_scenario_or_says_it_cannot() -> None:
+    assert estimate(_plan(SLAP), History(1.0, 5, workload_s=4.0)).total_s == pytest.approx(10.0)
+    unknown = estimate(_plan(SLAP), History(1.0, 5, workload_s=None))
+    assert any("fixed amount of work" in line for line in unknown.lines)
+
+
+def test_external_servers_have_no_setup() -> None:
+    external = {"kind": "external", "host": "127.0.0.1", "port": 3306, "user": "u", "reset": "none"}
+    plan = _plan(SYSBENCH, server=external)
+    assert estimate(plan, History(9.0, 5, None)).total_s == 60
