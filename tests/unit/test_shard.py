@@ -103,7 +103,7 @@ def test_bad_shard_values_are_refused(text: str, message: str) -> None:
 
 
 def test_more_shards_than_cells_is_refused() -> None:
-    with pytest.raises(ConfigError, match="8 cells and a cell is never split"):
+    with pytest.raises(ConfigError, match="8 cells, and neither a cell nor such a group is split"):
         shard_plan(_plan(), 1, 9)
 
 
@@ -164,3 +164,19 @@ def test_run_json_shard_round_trips_and_is_checked() -> None:
         SavedRun.from_json({**base, "shard": {**shard, "index": 4}})
     with pytest.raises(ConfigError, match="shard: expected an object"):
         SavedRun.from_json({**base, "shard": "2/3"})
+
+
+def test_cells_that_differ_only_in_server_stay_on_one_shard() -> None:
+    """compare --by server then compares each base/candidate pair on one machine."""
+    servers = {"base": {}, "candidate": {"config": {"innodb_flush_log_at_trx_commit": 2}}}
+    matrix = {"server": ["base", "candidate"], "workload.sysbench.threads": [1, 2, 4, 8]}
+    plan = _plan(repeat=2, servers=servers, matrix=matrix)
+    by_id = {c.id: c for c in plan.cells}
+    for shard in split_cells(plan, 3):
+        pairs: dict[int, list[str]] = {}
+        for cell_id in shard:
+            cell = by_id[cell_id]
+            pairs.setdefault(cell.factor_dict["workload.sysbench.threads"], []).append(cell.server)
+        assert pairs and all(sorted(p) == ["base", "candidate"] for p in pairs.values())
+    with pytest.raises(ConfigError, match="4 groups of cells that differ only in server"):
+        shard_plan(plan, 1, 5)

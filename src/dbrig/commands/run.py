@@ -268,9 +268,9 @@ def print_dry_run(
     "--shard",
     metavar="I/N",
     help="Run only shard I of N (1-based): whole cells, never a cell's repetitions split "
-    "over machines (that would mix machine differences into its spread); the unsharded "
-    "seeded order minus other shards' cells. Needs the same --seed on every shard. "
-    "Join the pieces with dbrig merge.",
+    "over machines (that would mix machine differences into its spread), and cells that "
+    "differ only in server kept together; the unsharded seeded order minus other shards' "
+    "cells. Needs the same --seed on every shard. Join the pieces with dbrig merge.",
 )
 @click.option(
     "--snapshot-cache",
