@@ -102,6 +102,23 @@ def test_show_reads_the_merged_run(tmp_path: Path, capsys: Any) -> None:
     assert "threads" in capsys.readouterr().out
 
 
+def test_history_and_compare_read_the_merged_run(tmp_path: Path, capsys: Any) -> None:
+    history = tmp_path / "history"
+    history.mkdir()
+    shutil.copytree(COMPLETE, history / COMPLETE.name)
+    merge_runs(cut_shards(tmp_path, 2), out=history / "merged")
+    for args in (
+        ["history", str(history), "--metric", "tps"],
+        ["compare", str(history / COMPLETE.name), str(history / "merged")],
+    ):
+        with pytest.raises(SystemExit) as ended:
+            cli.main(args)
+        out = capsys.readouterr().out
+        assert ended.value.code == 0, args
+        assert "merged" in out
+    assert "incomparable" not in out
+
+
 def test_a_different_scenario_is_refused(tmp_path: Path) -> None:
     pieces = cut_shards(tmp_path, 2)
     edit_run_json(pieces[1], digest="0123456789abcdef")
