@@ -77,9 +77,9 @@ def unknown_parts(words: list[str]) -> list[str]:
     return [w for w in words if w.startswith("-") and w.split("=")[0] not in flags]
 
 
-def test_the_page_has_the_interleaved_and_the_two_run_workflow() -> None:
+def test_the_page_has_the_interleaved_the_two_run_and_the_sharded_workflow() -> None:
     names = [w["name"] for w in workflows()]
-    assert names == ["benchmark", "benchmark-two-runs"]
+    assert names == ["benchmark", "benchmark-two-runs", "benchmark-sharded"]
     for workflow in workflows():
         assert "on" in workflow or True in workflow  # YAML 1.1 reads the key `on` as True
         for job in workflow["jobs"].values():

@@ -194,6 +194,20 @@ def environment_differences(
     return host + servers
 
 
+def piece_differences(base: Mapping[str, Any], piece: Mapping[str, Any]) -> list[EnvDifference]:
+    """How two pieces of one split run (``dbrig merge``) differ, by :func:`environment_differences`.
+
+    Host and tools, and each server both pieces started; the variables the matrix
+    varies are left out, since a server's variables are recorded in whichever cell
+    first started it. One scenario means one server config, so nothing is explained.
+    """
+    servers = sorted(set(base.get("servers") or {}) & set(piece.get("servers") or {}))
+    factors = [*(base.get("factors") or []), *(piece.get("factors") or [])]
+    return environment_differences(
+        base, piece, [(s, s) for s in servers], ignore_variables=_factor_variables(factors)
+    )
+
+
 def _interference_tool_fields(
     *metas: Mapping[str, Any],
 ) -> list[tuple[str, tuple[str, str, str]]]:

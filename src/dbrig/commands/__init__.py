@@ -11,6 +11,7 @@ from dbrig.commands.compare import compare_command
 from dbrig.commands.doctor import doctor_command
 from dbrig.commands.examples import examples_command
 from dbrig.commands.history import history_command
+from dbrig.commands.merge import merge_command
 from dbrig.commands.report import report_command
 from dbrig.commands.run import run_command
 from dbrig.commands.show import show_command
@@ -24,6 +25,7 @@ ALL = (
     doctor_command,
     examples_command,
     cache_command,
+    merge_command,
 )
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "doctor_command",
     "examples_command",
     "history_command",
+    "merge_command",
     "report_command",
     "run_command",
     "show_command",

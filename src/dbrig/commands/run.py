@@ -56,12 +56,16 @@ def run_scenario(
     keep_data: bool = False,
     report: bool = True,
     seed: int | None = None,
+    shard: str | None = None,
     emit: Callable[[str], None] | None = None,
     snapshot_cache: Path | None = None,
     snapshot_cache_max: str | None = None,
 ) -> RunOutcome:
-    """Run every pending trial of a scenario file or a saved run; raises DbrigError."""
-    plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed)
+    """Run every pending trial of a scenario file or a saved run; raises DbrigError.
+
+    ``shard`` (``"I/N"``) runs only shard I of N of the plan's cells (see
+    :mod:`dbrig.scenario.shard`); a resumed shard run keeps its saved shard."""
+    plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed, shard)
     try:
         with contextlib.ExitStack() as held:
             # The lock first: a refused second --resume must not touch the run at all.
@@ -119,7 +123,11 @@ def _workspace_image(plan: scenario.Plan, keep_data: bool) -> int | None:
 
 
 def _plan_and_run_dir(
-    scenario_file: Path | str | None, resume: Path | None, retry_failed: bool, seed: int | None
+    scenario_file: Path | str | None,
+    resume: Path | None,
+    retry_failed: bool,
+    seed: int | None,
+    shard: str | None = None,
 ) -> tuple[scenario.Plan, store.RunDir | None]:
     if (scenario_file is None) == (resume is None):
         raise ConfigError("run: give a SCENARIO_FILE or --resume RUN_DIR (one of them)")
@@ -128,10 +136,21 @@ def _plan_and_run_dir(
     if resume is not None:
         if seed is not None:
             raise ConfigError("--seed: a resumed run keeps its saved seed; drop --seed")
+        if shard is not None:
+            raise ConfigError("--shard: a resumed run keeps its saved shard; drop --shard")
         run_dir, plan = resume_plan(resume)
         return plan, run_dir
     assert scenario_file is not None
-    return scenario.load(shipped.resolve(scenario_file).path, seed=seed), None
+    index_count = scenario.parse_shard(shard) if shard is not None else None
+    plan = scenario.load(shipped.resolve(scenario_file).path, seed=seed)
+    if index_count is None:
+        return plan, None
+    if seed is None and plan.scenario.seed is None:
+        raise ConfigError(
+            f"--shard {shard}: give every shard the same --seed N (or seed: in "
+            f"{scenario_file}), so that they share one trial order and can be merged"
+        )
+    return scenario.shard_plan(plan, *index_count), None
 
 
 def _say_which_scenario(scenario_file: str | None, resume: Path | None) -> None:
@@ -171,8 +190,8 @@ def _report_after_run(run_dir: store.RunDir) -> Path | None:
 
 
 def resume_plan(resume_dir: Path) -> tuple[store.RunDir, scenario.Plan]:
-    """The saved scenario and shuffle seed: a resumed run is the run it was, whatever the
-    scenario file says now."""
+    """The saved scenario, shuffle seed and shard: a resumed run is the run it was, whatever
+    the scenario file says now."""
     run_dir = store.RunDir.open(resume_dir)
     saved_run = run_dir.saved()
     if saved_run.raw_scenario is None:
@@ -182,6 +201,9 @@ def resume_plan(resume_dir: Path) -> tuple[store.RunDir, scenario.Plan]:
     plan = scenario.plan_from_dict(
         dict(saved_run.raw_scenario), source=source, seed=saved_run.seed, cpu_count=cores
     )
+    if saved_run.shard is not None:
+        shard = saved_run.shard
+        plan = plan.sharded(shard.index, shard.count, shard.cells)
     saved = {c.cell: dict(c.factors) for c in saved_run.cells}
     now = {c.id: c.factor_dict for c in plan.cells}
     if json.loads(json.dumps(now)) != saved:
@@ -281,6 +303,14 @@ def print_dry_run(
     help="Shuffle seed, over the scenario's own: reruns the order a --dry-run printed.",
 )
 @click.option(
+    "--shard",
+    metavar="I/N",
+    help="Run only shard I of N (1-based): whole cells, never a cell's repetitions split "
+    "over machines (that would mix machine differences into its spread), and cells that "
+    "differ only in server kept together; the unsharded seeded order minus other shards' "
+    "cells. Needs the same --seed on every shard. Join the pieces with dbrig merge.",
+)
+@click.option(
     "--snapshot-cache",
     type=click.Path(path_type=Path),
     envvar=ENV_DIR,
@@ -302,6 +332,7 @@ def run_command(
     keep_data: bool,
     report: bool,
     seed: int | None,
+    shard: str | None,
     snapshot_cache: Path | None,
     snapshot_cache_max: str | None,
 ) -> None:
@@ -312,7 +343,7 @@ def run_command(
     """
     _say_which_scenario(scenario_file, resume_dir)
     if dry_run:
-        plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed)
+        plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed, shard)
         print_dry_run(plan, out, resume_dir)
         return
     outcome = run_scenario(
@@ -323,6 +354,7 @@ def run_command(
         keep_data=keep_data,
         report=report,
         seed=seed,
+        shard=shard,
         snapshot_cache=snapshot_cache,
         snapshot_cache_max=snapshot_cache_max,
     )

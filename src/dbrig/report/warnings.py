@@ -8,7 +8,10 @@ and the worst few, so a large matrix does not bury the terminal.
 ========================  ==================================================================
 code                      when
 ========================  ==================================================================
-incomplete                run.json status is not ``complete`` (interrupted or still running)
+incomplete                run.json status is not ``complete`` (interrupted or still running,
+                          or a ``partial`` merge: its missing trials named)
+merged_env_diff           ``dbrig merge --allow-env-diff`` joined pieces whose environments
+                          differ (run.json ``merged.environment_differences``)
 failed                    a cell has failed repetitions (with their reasons)
 short_window              measured window (``measured_time_s``; for mysqlslap the
                           workload's wall time) under 60 s
@@ -109,6 +112,7 @@ def compute_warnings(data: RunData, overview: pd.DataFrame, stats: CellStats) ->
     run = _Run(data, overview, stats, labels)
     checks: list[Callable[[_Run], list[RunWarning]]] = [
         _incomplete,
+        _merged_env_diff,
         _failed,
         _short_window,
         _data_in_buffer_pool,
@@ -138,8 +142,28 @@ def _incomplete(run: _Run) -> list[RunWarning]:
         return []
     saved, planned = len(data.results), data.planned_trials
     hint = f"; continue it with: dbrig run --resume {data.path}" if data.status != "running" else ""
+    missing = (data.saved.extra.get("merged") or {}).get("missing") or []
+    if missing:
+        hint = f"; merged without {_first_few([str(m) for m in missing])}"
     message = f"the run is {data.status}: {saved} of {planned} trials saved{hint}"
     return [RunWarning("incomplete", message)]
+
+
+def _merged_env_diff(run: _Run) -> list[RunWarning]:
+    differences = (run.data.saved.extra.get("merged") or {}).get("environment_differences") or []
+    texts = [f"{d.get('piece')}: {d.get('text')}" for d in differences if isinstance(d, dict)]
+    if not texts:
+        return []
+    message = (
+        "merged from pieces run in different environments (dbrig merge --allow-env-diff): "
+        + _first_few(texts, separator="; ")
+    )
+    return [RunWarning("merged_env_diff", message)]
+
+
+def _first_few(items: list[str], shown: int = 6, separator: str = ", ") -> str:
+    more = f"{separator}+{len(items) - shown} more" if len(items) > shown else ""
+    return separator.join(items[:shown]) + more
 
 
 def _failed(run: _Run) -> list[RunWarning]:

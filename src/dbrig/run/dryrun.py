@@ -32,6 +32,12 @@ def describe(plan: Plan) -> Iterator[str]:
         f"repetitions = {len(trials)} trials, order {plan.scenario.order} (seed {plan.seed}: "
         f"dbrig run --seed {plan.seed} keeps this order)"
     )
+    if plan.shard is not None:
+        yield (
+            f"shard {plan.shard.label}: cells {' '.join(c.id for c in plan.cells)} of "
+            f"{len(plan.shard.all_cells)} (whole cells; the unsharded order without the "
+            "other shards' trials)"
+        )
     yield from describe_commands(plan, plan.short_names())
     yield "order: " + " ".join(t.id for t in trials)
 

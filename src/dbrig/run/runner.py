@@ -268,7 +268,14 @@ def saved_run(plan: Plan, tools: Toolbox, path: Path, now: dt.datetime) -> store
             "storage": probe.storage(path),
             "tools": tools.versions(),
         },
+        shard=_shard_record(plan),
     )
+
+
+def _shard_record(plan: Plan) -> store.ShardRecord | None:
+    if plan.shard is None:
+        return None
+    return store.ShardRecord(plan.shard.index, plan.shard.count, tuple(c.id for c in plan.cells))
 
 
 def pending_trials(plan: Plan, run: store.RunDir, *, retry_failed: bool) -> list[Trial]:

@@ -3,7 +3,8 @@
 - :mod:`~dbrig.scenario.model`: the schema (pydantic models);
 - :mod:`~dbrig.scenario.load`: reading YAML and building a :class:`Plan`;
 - :mod:`~dbrig.scenario.validate` and :mod:`~dbrig.scenario.messages`: one-line errors;
-- :mod:`~dbrig.scenario.matrix`: cells, trials and their order.
+- :mod:`~dbrig.scenario.matrix`: cells, trials and their order;
+- :mod:`~dbrig.scenario.shard`: ``--shard I/N``, the cells split over machines.
 """
 
 from dbrig.factors import short_factor_names
@@ -11,6 +12,7 @@ from dbrig.scenario.load import load, plan_from_dict, read_yaml
 from dbrig.scenario.matrix import (
     Cell,
     Plan,
+    Shard,
     Trial,
     check_path,
     expand,
@@ -30,6 +32,7 @@ from dbrig.scenario.model import (
     ServerSpec,
     WorkloadBlock,
 )
+from dbrig.scenario.shard import parse_shard, shard_plan, split_cells
 from dbrig.scenario.validate import validate
 
 __all__ = [
@@ -43,6 +46,7 @@ __all__ = [
     "Sampling",
     "Scenario",
     "ServerSpec",
+    "Shard",
     "Trial",
     "WorkloadBlock",
     "check_path",
@@ -52,8 +56,11 @@ __all__ = [
     "load",
     "matrix_blocks",
     "order_trials",
+    "parse_shard",
     "plan_from_dict",
     "read_yaml",
+    "shard_plan",
     "short_factor_names",
+    "split_cells",
     "validate",
 ]

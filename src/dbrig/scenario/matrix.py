@@ -30,6 +30,7 @@ matrix value replaces the file's own spelling instead of adding a second key.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -82,17 +83,53 @@ class Trial:
 
 
 @dataclass(frozen=True)
+class Shard:
+    """Which part of a split plan this is: ``index`` of ``count`` (1-based), and the
+    whole plan's cells, whose seeded order the shard's trials keep."""
+
+    index: int
+    count: int
+    all_cells: tuple[Cell, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+@dataclass(frozen=True)
 class Plan:
+    """The cells to run and their seeded trial order; a shard's plan holds only its cells."""
+
     scenario: Scenario
     raw: dict[str, Any]
     source: str
     cells: tuple[Cell, ...]
     factor_names: tuple[str, ...]
     seed: int
+    shard: Shard | None = None
 
     @property
     def trials(self) -> list[Trial]:
-        return order_trials(self.cells, self.scenario.repeat, self.scenario.order, self.seed)
+        """The seeded order; a shard keeps the whole plan's order, minus other shards' cells."""
+        everything = self.shard.all_cells if self.shard else self.cells
+        order = order_trials(everything, self.scenario.repeat, self.scenario.order, self.seed)
+        if self.shard is None:
+            return order
+        mine = {c.id for c in self.cells}
+        return [t for t in order if t.cell.id in mine]
+
+    def sharded(self, index: int, count: int, cell_ids: Sequence[str]) -> Plan:
+        """This plan restricted to the cells of shard ``index`` of ``count``."""
+        if self.shard is not None:
+            raise ValueError("a shard's plan cannot be split again")
+        wanted = set(cell_ids)
+        unknown = wanted - {c.id for c in self.cells}
+        if unknown:
+            raise ConfigError(
+                f"shard {index}/{count}: cells {', '.join(sorted(unknown))} are not in the plan"
+            )
+        cells = tuple(c for c in self.cells if c.id in wanted)
+        return dataclasses.replace(self, cells=cells, shard=Shard(index, count, self.cells))
 
     @property
     def digest(self) -> str:

@@ -1,6 +1,6 @@
 """Run directories: versioned, self-describing, written so a crash loses at most one trial."""
 
-from dbrig.store.model import FORMAT_VERSION, CellPlan, SavedRun, TrialResult
+from dbrig.store.model import FORMAT_VERSION, CellPlan, SavedRun, ShardRecord, TrialResult
 from dbrig.store.results import parquet_safe, result_row, results_frame
 from dbrig.store.results_log import ResultsLog
 from dbrig.store.rundir import (
@@ -20,6 +20,7 @@ __all__ = [
     "ResultsLog",
     "RunDir",
     "SavedRun",
+    "ShardRecord",
     "TrialResult",
     "find_runs",
     "parquet_safe",

@@ -15,6 +15,15 @@ Format versions (``format_version`` in run.json and in every trial.json):
    stress-ng's when the cell has interference). run.json is unchanged; it says 2
    so that an older dbrig refuses a directory that may hold version-2 trials.
 
+Optional run.json keys added without a version bump, because a dbrig that does
+not know them still reads the run correctly (it keeps them in ``extra``):
+
+- ``shard`` (``{index, count, cells}``): the run is one shard of a split plan
+  (``dbrig run --shard I/N``); its ``cells`` and ``trials`` are that shard's,
+  so an older reader sees a complete run of a smaller matrix, which it is.
+- ``merged`` (``{pieces, environment_differences, missing}``): the run was put
+  together by ``dbrig merge``; an older reader sees an ordinary run.
+
 A run resumed by a newer dbrig may hold trials of both versions: each file is
 migrated on its own when read. Files on disk are never rewritten to migrate.
 """
@@ -152,6 +161,34 @@ class CellPlan:
 
 
 @dataclass(frozen=True)
+class ShardRecord:
+    """run.json ``shard``: this run is shard ``index`` of ``count`` and ran these cells."""
+
+    index: int
+    count: int
+    cells: tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, data: Any, source: str) -> ShardRecord | None:
+        if data is None:
+            return None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{source}: expected an object, got {type(data).__name__}")
+        index = _required(data, "index", int, source)
+        count = _required(data, "count", int, source)
+        if not 1 <= index <= count:
+            raise ConfigError(f"{source}: index {index} of count {count}: expected 1..count")
+        return cls(index, count, _strings(data, "cells", source))
+
+    def to_json(self) -> Json:
+        return {"index": self.index, "count": self.count, "cells": list(self.cells)}
+
+    @property
+    def label(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+@dataclass(frozen=True)
 class SavedRun:
     """run.json: what was planned, where it ran, and how far it got.
 
@@ -175,6 +212,7 @@ class SavedRun:
     finished_at: str | None = None
     trials_saved: int | None = None
     trials_failed: int | None = None
+    shard: ShardRecord | None = None  # a run of one shard of the plan (--shard I/N)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -201,6 +239,7 @@ class SavedRun:
             finished_at=_field(data, "finished_at", str, where, None),
             trials_saved=_field(data, "trials_saved", int, where, None),
             trials_failed=_field(data, "trials_failed", int, where, None),
+            shard=ShardRecord.from_json(data.get("shard"), f"{where}: shard"),
             extra=_extra(data, cls),
         )
 
@@ -224,6 +263,7 @@ class SavedRun:
                 "finished_at": self.finished_at,
                 "trials_saved": self.trials_saved,
                 "trials_failed": self.trials_failed,
+                "shard": self.shard.to_json() if self.shard else None,
                 **self.extra,
             }
         )
