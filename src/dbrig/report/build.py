@@ -143,6 +143,7 @@ def _scenario_facts(data: RunData) -> list[tuple[str, str]]:
     tool = data.workload_tool
     if tool:
         facts.append(("Workload", f"{tool} " + _params_text(data.workload_params, data.factors)))
+        facts.append(("Client placement", _client_placement_text(data, tool)))
     for key, params in (data.scenario.get("interference") or {}).items():
         if params is not None:
             facts.append(("Interference", _interference_text(key, params, data.factors)))
@@ -174,6 +175,17 @@ def _scenario_facts(data: RunData) -> list[tuple[str, str]]:
     if data.saved.source:
         facts.append(("Scenario file", f"{data.saved.source} (digest {data.saved.digest})"))
     return facts
+
+
+def _client_placement_text(data: RunData, tool: str) -> str:
+    """Where the workload tool ran: pinned cores (or the factor that varies them)."""
+    path = f"workload.{tool}.cpus"
+    if path in data.factors:
+        return f"pinned per cell ({data.labels.get(path, path)} in the matrix table)"
+    cpus = data.workload_params.get("cpus")
+    if cpus:
+        return "pinned to cores " + ",".join(map(str, cpus)) + " (taskset)"
+    return "not pinned (the kernel schedules it on any core)"
 
 
 def _params_text(params: dict[str, Any], factors: tuple[str, ...], skip_zero: bool = False) -> str:

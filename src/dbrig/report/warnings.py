@@ -29,6 +29,8 @@ peak_not_reached          a concurrency sweep whose largest N is below the N* of
 page_cache                sysbench fileio ``file_total_size`` under the host's RAM without
                           ``file_extra_flags: direct``
 threads_over_cores        sysbench cpu or mutex with more threads than the host's cores
+client_placement          a pinned server whose client is not pinned, or pinned to the same
+                          cores (``workload.<tool>.cpus``): the client competes for them
 ========================  ==================================================================
 """
 
@@ -126,6 +128,7 @@ def compute_warnings(data: RunData, overview: pd.DataFrame, stats: CellStats) ->
         _peak_not_reached,
         _page_cache,
         _threads_over_cores,
+        _client_placement,
     ]
     found: list[RunWarning] = []
     for check in checks:
@@ -504,6 +507,45 @@ def _threads_over_cores(run: _Run) -> list[RunWarning]:
     return _uniform_or_per_cell(
         "threads_over_cores", hits, run.n_cells, suffix, "more threads than cores", where
     )
+
+
+def _client_placement(run: _Run) -> list[RunWarning]:
+    """The client runs on the host it measures: on a pinned server's cores it steals them."""
+    tool = run.data.workload_tool
+    if not tool:
+        return []
+    hits = []
+    for cell in run.overview.to_dict("records"):
+        server = str(cell.get("server") or "default")
+        server_cpus = _cores(
+            run.data.setting(cell, "server.cpus")
+            or run.data.setting(cell, f"servers.{server}.cpus")
+        )
+        if not server_cpus:
+            continue
+        client = _cores(run.data.setting(cell, f"workload.{tool}.cpus"))
+        shown = ",".join(map(str, sorted(server_cpus)))
+        if not client:
+            text = f"the server is pinned to cores {shown} and the client is not"
+        elif shared := client & server_cpus:
+            text = f"client and server both pinned to cores {','.join(map(str, sorted(shared)))}"
+        else:
+            continue
+        hits.append(_Hit(cell["cell"], cell["label"], text, len(server_cpus)))
+    suffix = (
+        f": the client competes with the server for its cores; pin it apart with "
+        f"workload.{tool}.cpus"
+    )
+    where = "the cpus settings of every cell in the report's matrix table"
+    return _uniform_or_per_cell(
+        "client_placement", hits, run.n_cells, suffix, "client on the server's cores", where
+    )
+
+
+def _cores(value: Any) -> set[int]:
+    if isinstance(value, list | tuple):
+        return {int(v) for v in value}
+    return set()
 
 
 def _sysbench_test(run: _Run, cell: dict[str, Any]) -> str | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from dbrig.endpoint import Endpoint
 from dbrig.scenario import Scenario
-from dbrig.tools.base import InterferenceTool, WorkloadTool
+from dbrig.tools.base import InterferenceTool, WorkloadTool, client_cpus, pinned_argv
 from dbrig.tools.registry import interference_for, workload_for
 
 # A run with no time limit of its own (a fixed number of events or queries) may take this long.
@@ -55,7 +55,9 @@ def trial_commands(
 ) -> TrialCommands:
     """Everything a trial of a cell with this scenario will start, and its limits."""
     workload = workload_for(scenario.workload)
-    argv = workload.run_argv(endpoint, workload_binary, scenario.warmup)
+    argv = pinned_argv(
+        workload.run_argv(endpoint, workload_binary, scenario.warmup), client_cpus(workload)
+    )
     expected = workload.expected_seconds(scenario.warmup)
     limit = interference_limit_s(expected, events_timeout_s)
     tools = interference_for(scenario.interference)

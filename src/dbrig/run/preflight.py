@@ -21,7 +21,7 @@ from dbrig.run.workdir import check_work_parent
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary, find_server
 from dbrig.server.external import ExternalConnection
-from dbrig.tools.base import SizedDataSet, ToolInfo
+from dbrig.tools.base import SizedDataSet, ToolInfo, WorkloadTool, client_cpus
 from dbrig.tools.registry import INTERFERENCE_TOOLS, interference_for, workload_for
 
 
@@ -74,6 +74,7 @@ def check_host(
         for cell in plan.cells:
             for tool in interference_for(cell.scenario.interference):
                 tool.check_host(cpu_count)
+            _check_client_cores(workload_for(cell.scenario.workload), cpu_count)
             # Building the commands is where a driver refuses what its tool cannot do.
             trial_commands(cell.scenario, cell_endpoint(plan, cell), workload, interference)
     except ConfigError as exc:  # the drivers know the key, not the file
@@ -93,6 +94,15 @@ def check_host(
     _check_system(plan, out or Path(plan.scenario.out))
     _check_disk(plan, out or Path(plan.scenario.out))
     return servers
+
+
+def _check_client_cores(workload: WorkloadTool, cpu_count: int) -> None:
+    for core in client_cpus(workload) or ():
+        if core >= cpu_count:
+            raise ConfigError(
+                f"workload.{workload.key}.cpus: core {core} does not exist "
+                f"(this machine has {cpu_count} cores: 0-{cpu_count - 1})"
+            )
 
 
 def _server_binary(plan: Plan, spec: ManagedServer, strict: bool) -> ServerBinary | None:

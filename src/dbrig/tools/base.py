@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
 
 import pandas as pd
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dbrig.endpoint import Credentials, Endpoint
 from dbrig.metrics import Metric
@@ -133,6 +133,50 @@ class WorkloadTool(Protocol):
         being written (no newline yet) is ignored. The live progress line shows it.
         """
         ...
+
+
+CLIENT_CPUS = Field(
+    None,
+    description=(
+        "Pin the client (the workload tool) to these cores with taskset, e.g. [1]; keep it "
+        "off the cores a pinned server uses. Unset: wherever the kernel puts it."
+    ),
+)
+
+
+class ClientPlacement(BaseModel):
+    """What every workload block accepts besides its tool's own keys: where the client runs
+    (the client competes with the server for the CPU; on one host, pin them apart).
+
+    A params model inherits this and ends its fields with ``cpus: tuple[int, ...] | None =
+    CLIENT_CPUS``, so the key comes last in errors and docs, after the tool's own.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @field_validator("cpus", check_fields=False)
+    @classmethod
+    def _cores_are_distinct(cls, value: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        if value is not None:
+            if not value:
+                raise ValueError("give at least one core, or leave cpus out")
+            if min(value) < 0:
+                raise ValueError("core numbers start at 0")
+            if len(set(value)) != len(value):
+                raise ValueError("a core is listed twice")
+        return value
+
+
+def client_cpus(workload: WorkloadTool) -> tuple[int, ...] | None:
+    """The cores the scenario pins the client to, if any."""
+    return getattr(workload.params, "cpus", None)
+
+
+def pinned_argv(argv: list[str], cpus: tuple[int, ...] | None) -> list[str]:
+    """``argv`` run under ``taskset -c`` when cores are given."""
+    if not cpus:
+        return argv
+    return ["taskset", "-c", ",".join(map(str, cpus)), *argv]
 
 
 class ServerWorkload:

@@ -83,7 +83,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
 from dbrig.metrics import Metric, produced_by
-from dbrig.tools.base import Outcome, ServerWorkload, ToolInfo
+from dbrig.tools.base import CLIENT_CPUS, ClientPlacement, Outcome, ServerWorkload, ToolInfo
 
 INFO = ToolInfo(name="mysqlslap", binaries=("mariadb-slap", "mysqlslap"), package="mariadb-client")
 
@@ -134,7 +134,7 @@ RESERVED_OPTIONS = frozenset(
 )
 
 
-class MysqlslapParams(BaseModel):
+class MysqlslapParams(ClientPlacement):
     """The scenario's ``workload.mysqlslap`` block: what mariadb-slap runs.
 
     Field-level problems raise pydantic's ``ValidationError`` (with the key path);
@@ -219,6 +219,7 @@ class MysqlslapParams(BaseModel):
         description="More mariadb-slap options, long form (--option=value). Options "
         "dbrig sets itself, and any password, are refused.",
     )
+    cpus: tuple[int, ...] | None = CLIENT_CPUS
 
     @field_validator("concurrency")
     @classmethod

@@ -103,7 +103,7 @@ from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
 from dbrig.metrics import Metric, produced_by
 from dbrig.tools import sysbench_hw as hw
-from dbrig.tools.base import Outcome, ToolInfo
+from dbrig.tools.base import CLIENT_CPUS, ClientPlacement, Outcome, ToolInfo
 from dbrig.util.units import parse_size
 
 INFO = ToolInfo(name="sysbench", binaries=("sysbench",), package="sysbench")
@@ -166,7 +166,7 @@ ERROR_CODE = re.compile(r"^[A-Za-z0-9_]+$")
 CONFIG_LINE_MAX = 255  # sysbench reads its --config-file with fgets(buf, 256)
 
 
-class SysbenchParams(BaseModel):
+class SysbenchParams(ClientPlacement):
     """The scenario's ``workload.sysbench`` block."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -260,6 +260,7 @@ class SysbenchParams(BaseModel):
     directory: str | None = Field(
         None, description="fileio: where its files go (default: beside the run directory)."
     )
+    cpus: tuple[int, ...] | None = CLIENT_CPUS
     _script_text: str = PrivateAttr("")
 
     @field_validator(*hw.SIZE_OPTIONS, "file_block_size")
