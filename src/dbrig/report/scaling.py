@@ -1,7 +1,8 @@
 """The report's Scalability section: where throughput stops scaling in a concurrency sweep.
 
 A run sweeps concurrency when its matrix varies one of :data:`CONCURRENCY_FACTORS`
-(sysbench ``threads``, mysqlslap ``concurrency``). :func:`find_sweeps` fits the
+(each workload tool's ``concurrency_key``: sysbench and tpcc ``threads``, mysqlslap
+``concurrency``). :func:`find_sweeps` fits the
 Universal Scalability Law (:mod:`dbrig.analysis.scaling`) to the successful
 repetitions' throughput, one fit per combination of the other varied factors,
 and finds the latency knee:
@@ -42,8 +43,13 @@ from dbrig.analysis.scaling import (
 from dbrig.metrics import Metric, throughput_metrics
 from dbrig.report import charts
 from dbrig.report.data import RunData, plain_value
+from dbrig.tools.registry import WORKLOAD_TOOLS
 
-CONCURRENCY_FACTORS = ("workload.sysbench.threads", "workload.mysqlslap.concurrency")
+CONCURRENCY_FACTORS = tuple(
+    f"workload.{key}.{tool.concurrency_key}"
+    for key, tool in WORKLOAD_TOOLS.items()
+    if tool.concurrency_key
+)
 MAX_SWEEP_CHARTS = 6
 _COLORS = {
     "points": "#9cb9d9",

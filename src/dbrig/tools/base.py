@@ -65,6 +65,8 @@ class WorkloadTool(Protocol):
     info: ClassVar[ToolInfo]
     params_model: ClassVar[type[BaseModel]]
     required_by_doctor: ClassVar[bool]  # a machine without it cannot run the quick start
+    # Its key counting concurrent clients (a sweep of it gets the Scalability section).
+    concurrency_key: ClassVar[str | None]
     params: BaseModel
 
     @property

@@ -744,6 +744,7 @@ class MysqlslapTool(ServerWorkload):
     info: ClassVar[ToolInfo] = INFO
     params_model: ClassVar[type[BaseModel]] = MysqlslapParams
     required_by_doctor: ClassVar[bool] = False
+    concurrency_key: ClassVar[str | None] = "concurrency"
 
     def metrics(self) -> tuple[Metric, ...]:
         return produced_by(self.key)

@@ -950,6 +950,7 @@ class SysbenchTool:
     info: ClassVar[ToolInfo] = INFO
     params_model: ClassVar[type[BaseModel]] = SysbenchParams
     required_by_doctor: ClassVar[bool] = True
+    concurrency_key: ClassVar[str | None] = "threads"
 
     def metrics(self) -> tuple[Metric, ...]:
         return produced_by(self.key)

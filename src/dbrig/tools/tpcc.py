@@ -334,6 +334,7 @@ class TpccTool(ServerWorkload):
     info: ClassVar[ToolInfo] = INFO
     params_model: ClassVar[type[BaseModel]] = TpccParams
     required_by_doctor: ClassVar[bool] = False  # sysbench's own entry already requires it
+    concurrency_key: ClassVar[str | None] = "threads"
     size_key: ClassVar[str] = "warehouses"
 
     def metrics(self) -> tuple[Metric, ...]:
