@@ -456,3 +456,14 @@ def _reap_recording(popen: subprocess.Popen, flags: int) -> bool:
 def _kill_group_leftovers(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one we may not signal counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dbrig import ownership
+from dbrig import ownership, proc
 from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
 
@@ -105,22 +105,10 @@ def remove_abandoned(parent: Path) -> list[Path]:
         return removed
     for path in parent.iterdir():
         match = _WORK_NAME.match(path.name)
-        if match and path.is_dir() and ownership.is_owned(path) and not _alive(int(match[1])):
+        if match and path.is_dir() and ownership.is_owned(path) and not proc.alive(int(match[1])):
             ownership.remove_owned(path)
             removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def check_work_parent(parent: Path, needed: int, key: str) -> None:

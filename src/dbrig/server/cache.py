@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dbrig import proc
 from dbrig.errors import ConfigError, DbrigError, UnsafePathError
 from dbrig.ownership import is_owned, mark_owned, remove_owned
 from dbrig.server import datadir as dd
@@ -336,7 +337,7 @@ class SnapshotCache:
         """Remove ``.incoming-*`` folders whose writing process is gone."""
         for path in self.root.glob(f"{_INCOMING}*"):
             pid = path.name.rsplit("-", 1)[-1]
-            if pid.isdigit() and _alive(int(pid)) and int(pid) != os.getpid():
+            if pid.isdigit() and proc.alive(int(pid)) and int(pid) != os.getpid():
                 continue
             try:
                 remove_owned(path)
@@ -352,16 +353,6 @@ class SnapshotCache:
             f"dbrig: snapshot cache {self.root} is on another filesystem than {other}: "
             "snapshots are copied to and from it, not cloned"
         )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _gib(size: int) -> str:

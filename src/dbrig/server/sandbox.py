@@ -101,22 +101,12 @@ def remove_orphaned_socket_dirs(tmp: Path) -> list[Path]:
     for folder in tmp.glob(f"{SOCKET_DIR_PREFIX}*"):
         mark = ownership.marker(folder)
         owner = mark.get("owner_pid")
-        if mark.get("role") != "socket" or not isinstance(owner, int) or _alive(owner):
+        if mark.get("role") != "socket" or not isinstance(owner, int) or proc.alive(owner):
             continue
         shutil.rmtree(folder, ignore_errors=True)
         log.info("removed %s, left by dbrig pid %d", folder, owner)
         removed.append(folder)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def tail(path: Path, lines: int, start_offset: int = 0) -> str:

@@ -122,7 +122,7 @@ def clean_abandoned() -> list[Path]:
             pid, mount, image = int(data["pid"]), Path(data["mount"]), Path(data["image"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if _alive(pid):
+        if proc.alive(pid):
             continue
         remove(Workspace(mount, image, record))
         cleaned.append(mount)
@@ -143,13 +143,3 @@ def _run(argv: list[str], what: str) -> None:
     if code != 0:
         detail = " ".join(out.split())[:200] or f"exit {code}"
         raise ServerError(f"{KEY}: {what} failed: {argv[0]}: {detail}")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -452,7 +452,7 @@ def build_command(
         binary,
         params.test,
         command,
-        *_connection_options(params, endpoint),
+        *connection_options(params.db, endpoint),
         *options,
         *params.extra_args,
     ]
@@ -485,7 +485,7 @@ def _script_command(
 ) -> list[str]:
     """``sysbench /abs/my.lua run``: connection options only when the script uses a database."""
     assert params.script is not None
-    connection = _connection_options(params, endpoint) if script_needs_server(params) else []
+    connection = connection_options(params.db, endpoint) if script_needs_server(params) else []
     generic = (
         _generic_run_options(params, warmup)
         if command == "run"
@@ -532,7 +532,9 @@ def _generic_run_options(params: SysbenchParams, warmup: int) -> list[str]:
     ]
 
 
-def _connection_options(params: SysbenchParams, endpoint: Endpoint) -> list[str]:
+def connection_options(db: str, endpoint: Endpoint) -> list[str]:
+    """sysbench's MySQL driver options: where to connect, as whom, which database, and the
+    0600 option file holding the password (never the password itself)."""
     argv = ["--db-driver=mysql"]
     if endpoint.socket:
         argv.append(f"--mysql-socket={endpoint.socket}")
@@ -540,7 +542,7 @@ def _connection_options(params: SysbenchParams, endpoint: Endpoint) -> list[str]
         argv.append(f"--mysql-host={endpoint.host}")
         if endpoint.port is not None:
             argv.append(f"--mysql-port={endpoint.port}")
-    argv += [f"--mysql-user={endpoint.user}", f"--mysql-db={params.db}"]
+    argv += [f"--mysql-user={endpoint.user}", f"--mysql-db={db}"]
     if endpoint.client_options_file is not None:
         argv.append(f"--config-file={endpoint.client_options_file}")
     return argv

@@ -126,24 +126,10 @@ def build_command(
         binary,
         str(script),
         command,
-        *_connection_options(params, endpoint),
+        *sysbench.connection_options(params.db, endpoint),
         *_schema_options(params),
         *options,
     ]
-
-
-def _connection_options(params: TpccParams, endpoint: Endpoint) -> list[str]:
-    argv = ["--db-driver=mysql"]
-    if endpoint.socket:
-        argv.append(f"--mysql-socket={endpoint.socket}")
-    else:
-        argv.append(f"--mysql-host={endpoint.host}")
-        if endpoint.port is not None:
-            argv.append(f"--mysql-port={endpoint.port}")
-    argv += [f"--mysql-user={endpoint.user}", f"--mysql-db={params.db}"]
-    if endpoint.client_options_file is not None:
-        argv.append(f"--config-file={endpoint.client_options_file}")
-    return argv
 
 
 def _schema_options(params: TpccParams) -> list[str]:
