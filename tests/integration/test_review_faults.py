@@ -172,6 +172,10 @@ def test_a_server_that_cannot_initialise_fails_the_run_once_with_exit_3(tmp_path
     basedir = tmp_path / "basedir"
     (basedir / "bin").mkdir(parents=True)
     (basedir / "bin" / "mariadbd").symlink_to(find_server().mysqld)
+    # a basedir supplies every program (server.basedir): the real my_print_defaults
+    print_defaults = shutil.which("my_print_defaults")
+    assert print_defaults is not None
+    (basedir / "bin" / "my_print_defaults").symlink_to(print_defaults)
     calls = tmp_path / "install-db-calls"
     install_db = basedir / "bin" / "mariadb-install-db"
     install_db.write_text(
