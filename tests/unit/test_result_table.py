@@ -314,3 +314,14 @@ def test_a_warning_points_at_a_column_the_table_shows() -> None:
     assert "'stress got %' column" in see("stress_achieved_ratio")
     assert "'err/s' column" in see("errors_per_s")
     assert "column steal_pct of results.csv" in see("steal_pct")
+
+
+def test_a_narrow_terminal_drops_context_columns_first_and_says_which() -> None:
+    from dbrig.report.result_table import fit_width
+
+    headings = ["cell", "TPS", "server CPU %", "client usr s"]
+    rows = [["c000", "459.5 ±244.8 (21.4%)", "51", "0.23"]]
+    kept, kept_rows, dropped = fit_width(headings, rows, 40)
+    assert kept == ["cell", "TPS"] and kept_rows == [["c000", "459.5 ±244.8 (21.4%)"]]
+    assert dropped == ["server CPU %", "client usr s"]
+    assert fit_width(headings, rows, 200)[2] == []

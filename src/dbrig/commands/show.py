@@ -32,7 +32,15 @@ def print_results(
         click.echo(result_table.markdown(headings, rows))
         return
     title = f"{_name(run_dir, saved)}: mean ±95% CI (CV) over repetitions"
+    headings, rows, dropped = result_table.fit_width(headings, rows, out_console().width)
     _print_table(title, headings, rows)
+    if dropped:
+        out_console().print(
+            f"(too wide for this terminal, left out: {', '.join(dropped)}; "
+            "all columns: --format markdown, or the report)",
+            markup=False,
+            soft_wrap=True,
+        )
     for sweep in filter(scaling.drawable, scaling.find_sweeps(load_run(run_dir.path))):
         out_console().print(scaling.summary_line(sweep), markup=False, soft_wrap=True)
 

@@ -92,6 +92,33 @@ def render(table: pd.DataFrame, percentile: object = None) -> tuple[list[str], l
     return headings, rows
 
 
+def fit_width(
+    headings: list[str], rows: list[list[str]], width: int
+) -> tuple[list[str], list[list[str]], list[str]]:
+    """Drop context columns (from the right) until the table fits ``width`` characters;
+    the headline metrics and factors always stay. Returns the dropped headings too."""
+    context = {m.terminal_heading for m in detail()}
+    keep = list(range(len(headings)))
+
+    def needed() -> int:
+        return (
+            sum(
+                3 + max(len(headings[i]), *(len(r[i]) for r in rows)) if rows else len(headings[i])
+                for i in keep
+            )
+            + 1
+        )
+
+    dropped: list[str] = []
+    for i in reversed(range(len(headings))):
+        if needed() <= width:
+            break
+        if headings[i] in context:
+            keep.remove(i)
+            dropped.insert(0, headings[i])
+    return [headings[i] for i in keep], [[r[i] for i in keep] for r in rows], dropped
+
+
 def markdown(headings: list[str], rows: list[list[str]]) -> str:
     """A GitHub-flavoured Markdown table (pipes in cells escaped)."""
 
