@@ -206,24 +206,33 @@ def test_the_report_is_rendered_from_the_run_directory_alone(tmp_path: Path) -> 
 # --------------------------------------------------------------------------- charts
 
 
-def test_factor_chart_draws_one_panel_per_metric() -> None:
-    points = pd.DataFrame(
+def _factor_points(n: int) -> charts.FactorPoints:
+    means = pd.DataFrame(
         {
-            "threads": [1, 2, 4, 1, 2, 4],
+            "cell": [f"c{i}" for i in range(6)],
+            "x": [1, 2, 4, 1, 2, 4],
+            "panel": [""] * 6,
             "series": ["cpu=0"] * 3 + ["cpu=1"] * 3,
+            "n": [n] * 6,
             "tps": [400.0, 800.0, 900.0, 300.0, 500.0, None],
             "tps_half": [40.0, 80.0, None, 30.0, 50.0, None],
             "qps": [8e3, 16e3, 18e3, 6e3, 10e3, None],
             "qps_half": [None] * 6,
         }
     )
+    reps = pd.DataFrame(
+        {"cell": ["c0", "c0"], "x": [1, 1], "panel": ["", ""], "series": ["cpu=0"] * 2}
+        | {"tps": [390.0, 410.0], "qps": [7.9e3, 8.1e3]}
+    )
+    return charts.FactorPoints(means, reps, ["1", "2", "4"])
+
+
+def test_factor_chart_draws_one_panel_per_metric() -> None:
     metrics = [m for m in HEADLINE if m.column in ("tps", "qps")]
     for numeric in (True, False):
         fig = charts.factor_chart(
-            points,
-            x="threads",
+            _factor_points(2),
             x_label="threads",
-            series="series",
             series_label="cpu",
             metrics=metrics,
             numeric=numeric,
@@ -232,6 +241,28 @@ def test_factor_chart_draws_one_panel_per_metric() -> None:
         visible = [ax for ax in fig.axes if ax.get_visible()]
         assert [ax.get_title(loc="left") for ax in visible] == ["TPS (txn/s)", "QPS (queries/s)"]
         assert charts.png_bytes(fig).startswith(PNG_MAGIC)
+
+
+def test_few_repetitions_draw_points_and_no_interval() -> None:
+    """n=2: the dots of every repetition, no vertical interval segment; n=5: the interval."""
+    from matplotlib.collections import LineCollection, PathCollection
+
+    metrics = [m for m in HEADLINE if m.column == "tps"]
+    for numeric in (True, False):
+        few = charts.factor_chart(
+            _factor_points(2), x_label="threads", series_label="", metrics=metrics, numeric=numeric
+        )
+        ax = few.axes[0]
+        assert any(isinstance(c, PathCollection) for c in ax.collections)
+        assert not any(isinstance(c, LineCollection) for c in ax.collections)
+        many = charts.factor_chart(
+            _factor_points(5), x_label="threads", series_label="", metrics=metrics, numeric=numeric
+        )
+        ax = many.axes[0]
+        assert any(isinstance(c, LineCollection) for c in ax.collections)
+    assert charts.spread_kind(pd.Series([2, 3])) == "points"
+    assert charts.spread_kind(pd.Series([4, 5])) == "interval"
+    assert charts.spread_kind(pd.Series([2, 5])) == "mixed"
 
 
 def test_cell_figure_from_real_samples() -> None:
