@@ -1,0 +1,186 @@
+"""Factor charts of the report: blocks, joint keys, matrix order, no-effect cells, small
+multiples, points below 4 repetitions. Synthetic runs saved through the store API."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dbrig.report import build, charts, write_report
+from dbrig.report.data import load_run
+from dbrig.store import CellPlan, RunDir, SavedRun, TrialResult, results_frame
+from tests.helpers.files import COMPLETE
+from tests.helpers.html import parse_page
+
+CPU = "interference.stress-ng.cpu"
+LOAD = "interference.stress-ng.cpu_load"
+THREADS = "workload.sysbench.threads"
+LOAD_TYPE = "workload.mysqlslap.load_type"
+QUERIES = "workload.mysqlslap.number_of_queries"
+
+
+def make_run(
+    out: Path,
+    matrix: Any,
+    cells: Sequence[Mapping[str, Any]],
+    *,
+    repeat: int = 2,
+    scenario: Mapping[str, Any] | None = None,
+    cpu_count: int = 2,
+) -> Path:
+    """A complete run of ``cells`` (in matrix order) whose matrix was written as ``matrix``."""
+    run = RunDir.create(out, "charts", dt.datetime(2026, 11, 23, 12, 0, 0))
+    plans = [CellPlan(f"c{i:03d}", "default", dict(f)) for i, f in enumerate(cells)]
+    results = []
+    for number, cell in enumerate(plans):
+        for rep in range(1, repeat + 1):
+            result = TrialResult(
+                trial=f"{cell.cell}-r{rep}",
+                cell=cell.cell,
+                repetition=rep,
+                server="default",
+                status="ok",
+                factors=dict(cell.factors),
+                metrics={"tps": 100.0 + 10 * number + rep, "latency_avg_ms": 5.0 + rep},
+            )
+            with run.writing_trial(result.trial) as folder:
+                run.write_trial(folder, result)
+            results.append(result)
+    factors = tuple(dict.fromkeys(p for c in cells for p in c))
+    base = {"name": "charts", "workload": {"sysbench": {"test": "oltp_read_write"}}}
+    run.write_saved(
+        SavedRun(
+            status="complete",
+            created_at="2026-11-23T12:00:00+00:00",
+            scenario={**base, **(scenario or {}), "repeat": repeat},
+            raw_scenario={"name": "charts", "matrix": matrix},
+            factors=factors,
+            factor_labels={p: p.rsplit(".", 1)[-1] for p in factors},
+            cells=tuple(plans),
+            trials=tuple(r.trial for r in results),
+            environment={"host": {"cpu_count": cpu_count}},
+            trials_saved=len(results),
+            trials_failed=0,
+        )
+    )
+    run.write_results(results_frame(results))
+    return run.path
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> list[charts.FactorPoints]:
+    """What every factor chart of the next report is given."""
+    seen: list[charts.FactorPoints] = []
+    real = charts.factor_chart
+
+    def spy(points: charts.FactorPoints, **kwargs: Any) -> Any:
+        seen.append(points)
+        return real(points, **kwargs)
+
+    monkeypatch.setattr(build.charts, "factor_chart", spy)
+    return seen
+
+
+def figures(page: Path) -> list[tuple[str, str]]:
+    """(data-spread, caption text) of each factor chart."""
+    html = page.read_text()
+    found = re.findall(
+        r'<figure class="factor-chart" data-spread="(\w*)">.*?<figcaption>(.*?)</figcaption>',
+        html,
+        re.S,
+    )
+    return [(spread, re.sub(r"<[^>]+>", "", caption)) for spread, caption in found]
+
+
+SEED_000 = [
+    {CPU: ["0..nproc"], LOAD: [90]},
+    {CPU: ["nproc"], LOAD: [20, 60, 100]},
+]
+SEED_000_CELLS = [{CPU: c, LOAD: 90} for c in (0, 1, 2)] + [
+    {CPU: 2, LOAD: x} for x in (20, 60, 100)
+]
+STRESS = {"interference": {"stress-ng": {"cpu": 0, "cpu_load": 90}}}
+
+
+def test_each_block_of_the_matrix_is_its_own_experiment(
+    tmp_path: Path, drawn: list[charts.FactorPoints]
+) -> None:
+    run = make_run(tmp_path, SEED_000, SEED_000_CELLS, scenario=STRESS)
+    data = load_run(run)
+    assert [(e.number, e.cells) for e in data.experiments] == [
+        (1, ("c000", "c001", "c002")),
+        (2, ("c003", "c004", "c005")),
+    ]
+    page = write_report(run)
+    titles = parse_page(page).plain
+    assert "Block 1 of the matrix (cpu_load=90): headline metrics by cpu (line)" in titles
+    assert "Block 2 of the matrix (cpu=2): headline metrics by cpu_load (line)" in titles
+    assert [list(p.means["x"]) for p in drawn] == [[0, 1, 2], [20, 60, 100]]
+    assert len(figures(page)) == 2
+
+
+def test_a_cell_where_the_factor_has_no_effect_is_left_off_its_axis(
+    tmp_path: Path, drawn: list[charts.FactorPoints]
+) -> None:
+    """cpu=0 runs no stress-ng: it is no point of a cpu_load curve (but is cpu's 0)."""
+    cells = [{CPU: c, LOAD: x} for c in (0, 1, 2) for x in (50, 90)]
+    run = make_run(tmp_path, {CPU: [0, 1, 2], LOAD: [50, 90]}, cells, scenario=STRESS)
+    page = write_report(run)
+    by_cpu, by_load = drawn
+    assert sorted(set(by_cpu.means["x"])) == [0, 1, 2]
+    assert set(by_load.means["panel"]) == {"cpu=1", "cpu=2"}
+    assert "Left out: 2 cells where cpu_load has no effect" in figures(page)[1][1]
+
+
+def test_keys_varied_together_are_one_factor(
+    tmp_path: Path, drawn: list[charts.FactorPoints]
+) -> None:
+    rows = [["read", 10000], ["write", 10000], ["key", 100000]]
+    matrix = {"server": ["small", "large"], f"{LOAD_TYPE}, {QUERIES}": rows}
+    cells = [{"server": s, LOAD_TYPE: t, QUERIES: q} for s in ("small", "large") for t, q in rows]
+    page = write_report(make_run(tmp_path, matrix, cells))
+    text = parse_page(page).plain
+    assert "headline metrics by load_type, number_of_queries (bar)" in text.lower()
+    assert "by number_of_queries (" not in text
+    assert "These keys vary together in the matrix, so they are one factor." in text
+    by_server, by_load = drawn
+    # categories in matrix order, not alphabetical (key, read, write)
+    assert by_load.categories == ["read, 10000", "write, 10000", "key, 100000"]
+    assert by_server.categories == ["small", "large"]
+    assert list(dict.fromkeys(by_server.means["panel"])) == [
+        "load_type, number_of_queries=read, 10000",
+        "load_type, number_of_queries=write, 10000",
+        "load_type, number_of_queries=key, 100000",
+    ]
+
+
+def test_another_factor_gives_small_multiples(tmp_path: Path) -> None:
+    cells = [{THREADS: t, CPU: c} for t in (1, 2, 4) for c in (0, 1)]
+    run = make_run(tmp_path, {THREADS: [1, 2, 4], CPU: [0, 1]}, cells, scenario=STRESS)
+    page = write_report(run)
+    fig_by_threads = figures(page)[0][1]
+    assert "One panel per value of cpu, a row per metric" in fig_by_threads
+    data = load_run(run)
+    assert [g.label for g in data.experiments[0].groups] == ["threads", "cpu"]
+
+
+def test_two_repetitions_draw_points_four_draw_intervals(tmp_path: Path) -> None:
+    matrix = {THREADS: [1, 2]}
+    cells = [{THREADS: 1}, {THREADS: 2}]
+    few = figures(write_report(make_run(tmp_path / "two", matrix, cells, repeat=2)))
+    assert few[0][0] == "points"
+    assert "every repetition as a hollow dot beside the mean and no interval" in few[0][1]
+    many = figures(write_report(make_run(tmp_path / "four", matrix, cells, repeat=4)))
+    assert many[0][0] == "interval"
+    assert "95 % confidence interval" in many[0][1]
+
+
+def test_a_run_without_the_written_matrix_is_one_experiment() -> None:
+    data = load_run(COMPLETE)
+    assert len(data.experiments) == 1
+    assert [g.label for g in data.experiments[0].groups] == ["threads", "cpu"]
