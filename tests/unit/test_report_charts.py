@@ -32,6 +32,8 @@ def make_run(
     repeat: int = 2,
     scenario: Mapping[str, Any] | None = None,
     cpu_count: int = 2,
+    systems: Sequence[Mapping[str, Any]] | None = None,
+    servers: Mapping[str, Any] | None = None,
 ) -> Path:
     """A complete run of ``cells`` (in matrix order) whose matrix was written as ``matrix``."""
     run = RunDir.create(out, "charts", dt.datetime(2026, 11, 23, 12, 0, 0))
@@ -46,6 +48,7 @@ def make_run(
                 server="default",
                 status="ok",
                 factors=dict(cell.factors),
+                system=dict(systems[number]) if systems else {},
                 metrics={"tps": 100.0 + 10 * number + rep, "latency_avg_ms": 5.0 + rep},
             )
             with run.writing_trial(result.trial) as folder:
@@ -64,6 +67,7 @@ def make_run(
             cells=tuple(plans),
             trials=tuple(r.trial for r in results),
             environment={"host": {"cpu_count": cpu_count}},
+            servers=dict(servers or {}),
             trials_saved=len(results),
             trials_failed=0,
         )
@@ -184,3 +188,45 @@ def test_a_run_without_the_written_matrix_is_one_experiment() -> None:
     data = load_run(COMPLETE)
     assert len(data.experiments) == 1
     assert [g.label for g in data.experiments[0].groups] == ["threads", "cpu"]
+
+
+def test_servers_side_by_side_and_system_settings_per_cell(tmp_path: Path) -> None:
+    scenario = {
+        "servers": {
+            "small": {"kind": "managed", "cpus": [0], "config": {"innodb_buffer_pool_size": "32M"}},
+            "old": {"kind": "managed", "basedir": ".servers/10.11.18/usr", "cpus": None},
+        },
+        "system": {"io_scheduler": None},
+    }
+    saved = {
+        "small": {"flavor": "mariadb", "version": "10.11.19", "binary": "/usr/sbin/mariadbd"},
+        "old": {"flavor": "mariadb", "version": "10.11.18", "binary": "/srv/old/mariadbd"},
+    }
+    cells = [{"system.io_scheduler": "none"}, {"system.io_scheduler": "mq-deadline"}]
+    run = make_run(
+        tmp_path,
+        {"system.io_scheduler": ["none", "mq-deadline"]},
+        cells,
+        scenario=scenario,
+        servers=saved,
+        systems=[{"io_scheduler": "none"}, {"io_scheduler": "mq-deadline"}],
+    )
+    html = write_report(run).read_text()
+    table = re.search(r'<table class="servers">(.*?)</table>', html, re.S)
+    assert table is not None
+    rows = {
+        re.sub(r"<[^>]+>", "", r[0]): [re.sub(r"<[^>]+>", "", v) for v in r[1:]]
+        for r in (
+            re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row)
+            for row in re.findall(r"<tr>(.*?)</tr>", table.group(1), re.S)
+        )
+    }
+    assert rows[""] == ["small", "old"]
+    assert rows["version"] == ["mariadb 10.11.19", "mariadb 10.11.18"]
+    assert rows["basedir"] == ["(the installed server)", ".servers/10.11.18/usr"]
+    assert rows["cpus (pinning)"] == ["0", "not pinned (every core)"]
+    assert rows["config"][0] == "innodb_buffer_pool_size=32M"
+    settings = parse_page(run / "report.html").plain
+    assert "system.io_scheduler" in settings
+    assert re.search(r"c000 io_scheduler=none\s+none", settings)
+    assert re.search(r"c001 io_scheduler=mq-deadline\s+mq-deadline", settings)

@@ -132,6 +132,7 @@ def report_context(
         "matrix": _matrix(data, overview),
         "environment_facts": _environment_facts(data),
         "servers": _servers(data),
+        "server_table": _server_table(data),
         "settings": _settings(overview, configs),
         "table": _result_table(data, overview, stats, [*headline, *detail_metrics(data.results)]),
         "repetitions": _repetition_rows(data, overview, headline),
@@ -266,7 +267,8 @@ def _environment_facts(data: RunData) -> list[tuple[str, str]]:
                 f"{storage.get('fstype', '?')} on {storage.get('device', '?')} "
                 f"(mounted at {storage.get('mount', '?')}), block device "
                 f"{storage.get('block_device', '?')}, I/O scheduler "
-                f"{storage.get('io_scheduler', '?')}, reflink copies {reflink}",
+                f"{storage.get('io_scheduler', '?')}{_scheduler_note(data)}, "
+                f"reflink copies {reflink}",
             )
         )
     servers = data.saved.servers
@@ -280,6 +282,14 @@ def _environment_facts(data: RunData) -> list[tuple[str, str]]:
             ("Recorded by", f"dbrig {host.get('dbrig', '?')}, Python {host.get('python')}")
         )
     return facts
+
+
+def _scheduler_note(data: RunData) -> str:
+    """The scheduler probed at the start is not what a cell ran with if the run set one."""
+    system = data.scenario.get("system") or {}
+    if system.get("io_scheduler") or any(f == "system.io_scheduler" for f in data.factors):
+        return " before the run (each cell's is under Server settings, system.io_scheduler)"
+    return ""
 
 
 def _servers(data: RunData) -> list[dict[str, Any]]:
@@ -301,12 +311,83 @@ def _servers(data: RunData) -> list[dict[str, Any]]:
     return servers
 
 
+def _server_table(data: RunData) -> dict[str, Any]:
+    """Every server side by side: one column per server, one row per property."""
+    specs = _server_specs(data)
+    names = list(dict.fromkeys([*specs, *data.saved.servers]))
+    if not names:
+        return {"names": [], "rows": []}
+    rows: list[tuple[str, list[str]]] = []
+
+    def row(title: str, values: list[str]) -> None:
+        if any(values):
+            rows.append((title, values))
+
+    saved = {n: data.saved.servers.get(n) or {} for n in names}
+    spec = {n: specs.get(n) or {} for n in names}
+    row("kind", [str(spec[n].get("kind") or saved[n].get("kind") or "managed") for n in names])
+    row(
+        "version",
+        [f"{saved[n].get('flavor', '')} {saved[n].get('version', '')}".strip() for n in names],
+    )
+    row("binary", [str(saved[n].get("binary") or "") for n in names])
+    row("basedir", [_basedir_text(spec[n]) for n in names])
+    row("cpus (pinning)", [_cpus_text(data, n, spec[n]) for n in names])
+    row("where", [_external_where(spec[n]) for n in names])
+    configs = [
+        _mapping_text(_unvaried(spec[n].get("config") or {}, _config_prefix(data, n), data.factors))
+        if spec[n].get("kind") != "external"
+        else ""
+        for n in names
+    ]
+    row("config", configs)
+    return {"names": names, "rows": rows}
+
+
+def _server_specs(data: RunData) -> dict[str, dict[str, Any]]:
+    servers = data.scenario.get("servers") or {}
+    if servers:
+        return {str(k): dict(v or {}) for k, v in servers.items()}
+    server = data.scenario.get("server")
+    return {"default": dict(server)} if isinstance(server, dict) else {}
+
+
+def _config_prefix(data: RunData, name: str) -> str:
+    return f"servers.{name}.config." if data.scenario.get("servers") else "server.config."
+
+
+def _basedir_text(spec: dict[str, Any]) -> str:
+    if spec.get("kind") == "external":
+        return ""
+    return str(spec.get("basedir") or "(the installed server)")
+
+
+def _cpus_text(data: RunData, name: str, spec: dict[str, Any]) -> str:
+    if spec.get("kind") == "external":
+        return "not managed"
+    paths = (f"servers.{name}.cpus", "server.cpus")
+    if any(p in data.factors for p in paths):
+        return "varied by the matrix"
+    cpus = spec.get("cpus")
+    return ",".join(str(c) for c in cpus) if cpus else "not pinned (every core)"
+
+
+def _external_where(spec: dict[str, Any]) -> str:
+    if spec.get("kind") != "external":
+        return ""
+    return str(spec.get("socket") or f"{spec.get('host', '?')}:{spec.get('port', '?')}")
+
+
 def _effective_configs(data: RunData) -> dict[str, dict[str, Any]]:
-    """effective_config of each cell's first saved trial."""
+    """effective_config and the OS settings (``system.*``) of each cell's first saved trial."""
     configs = {}
     for cell, trials in data.trials_by_cell.items():
         record = read_trial(data.trial_dir(trials[0]))
-        configs[cell] = dict(record.effective_config) if record else {}
+        if record is None:
+            configs[cell] = {}
+            continue
+        system = {f"system.{k}": _value_text(v) for k, v in record.system.items()}
+        configs[cell] = {**record.effective_config, **system}
     return configs
 
 
