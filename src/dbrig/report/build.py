@@ -55,7 +55,8 @@ MAX_CELL_FIGURES = 8  # one figure of nine panels per cell: about 0.5 s each
 MAX_GRID_CELLS = 16  # panels of the throughput overview
 MAX_FACTOR_CHARTS = 6
 MAX_SERIES = 8
-MAX_PANELS = 6  # small multiples: panels across
+MAX_PANELS = 4  # small multiples: panels across
+MAX_FACET_SERIES = 4  # small multiples: colours per panel
 MAX_FACET_METRICS = 3  # small multiples: rows
 _OUR_PLOTS = re.compile(r"^(factor_\d+|timeseries_\w+|cell_[\w.-]+|scaling_\d+)\.png$")
 
@@ -612,8 +613,8 @@ class _FactorChart:
         means = self._frame(kept, numeric)
         means["n"] = [int(ok.get(c, 0)) for c in kept]
         for metric in headline:
-            means[metric.column] = [stats.value("mean", c, metric.column) for c in kept]
-            means[f"{metric.column}_half"] = [stats.value("half", c, metric.column) for c in kept]
+            means[metric.column] = _stat(stats.mean, metric.column, kept)
+            means[f"{metric.column}_half"] = _stat(stats.half, metric.column, kept)
         means = self._capped(means)
         metrics = _drawn_metrics(means, headline)
         if not metrics:
@@ -661,7 +662,8 @@ class _FactorChart:
 
     def _capped(self, means: pd.DataFrame) -> pd.DataFrame:
         panels = list(dict.fromkeys(means["panel"]))[:MAX_PANELS]
-        series = list(dict.fromkeys(means["series"]))[:MAX_SERIES]
+        limit = MAX_FACET_SERIES if len(panels) > 1 else MAX_SERIES
+        series = list(dict.fromkeys(means["series"]))[:limit]
         keep = means["panel"].isin(panels) & means["series"].isin(series)
         return means[keep].reset_index(drop=True)
 
@@ -742,9 +744,16 @@ class _FactorChart:
         )
         if len(panels) > MAX_PANELS:
             parts.append(f"The first {MAX_PANELS} of {len(panels)} panels are drawn.")
-        if len(series) > MAX_SERIES:
-            parts.append(f"The first {MAX_SERIES} of {len(series)} colours are drawn.")
+        limit = MAX_FACET_SERIES if facets else MAX_SERIES
+        if len(series) > limit:
+            parts.append(f"The first {limit} of {len(series)} colours are drawn.")
         return " ".join(parts)
+
+
+def _stat(frame: pd.DataFrame, column: str, cells: list[str]) -> list[float]:
+    if column not in frame.columns:
+        return [math.nan] * len(cells)
+    return frame[column].reindex(cells).astype(float).tolist()
 
 
 def _labelled(groups: list[FactorGroup], factors: dict[str, Any]) -> str:

@@ -177,8 +177,11 @@ def factor_chart(
                 ax.set_title(metric.heading)
                 ax.set_ylabel(metric.unit or metric.label)
             ax.set_xlabel(x_label if last_row else "")
-        for ax, *_ in cells:  # after drawing: a shared axis scales to every panel's data
-            ax.set_ylim(bottom=0)
+        if len(panels) > 1:
+            _same_limits(cells)
+        else:
+            for ax, *_ in cells:
+                ax.set_ylim(bottom=0)
         if len(groups) > 1:
             handles, names = cells[0][0].get_legend_handles_labels()
             fig.legend(
@@ -247,12 +250,28 @@ def _facet_axes(
         wspace=0.1,
         hspace=0.25,
     )
-    axes = fig.subplots(len(metrics), npanels, squeeze=False, sharex=True, sharey="row")
+    # Not sharex/sharey: shared axes rescale each other at every artist added (slow on
+    # large runs); _same_limits gives them the same limits once everything is drawn.
+    axes = fig.subplots(len(metrics), npanels, squeeze=False)
     cells = []
     for r, metric in enumerate(metrics):
         for c, panel in enumerate(panels):
             cells.append((axes[r, c], panel, metric, c == 0, r == len(metrics) - 1))
     return fig, cells
+
+
+def _same_limits(cells: list[_AxesCell]) -> None:
+    """Small multiples: one x range for all, one y range per row from 0, outer labels only."""
+    lows, highs = zip(*(ax.get_xlim() for ax, *_ in cells), strict=True)
+    rows: dict[str, list[_AxesCell]] = {}
+    for cell in cells:
+        rows.setdefault(cell[2].column, []).append(cell)
+    for row in rows.values():
+        top = max(ax.get_ylim()[1] for ax, *_ in row)
+        for ax, _, _, first_col, last_row in row:
+            ax.set_xlim(min(lows), max(highs))
+            ax.set_ylim(0, top)
+            ax.tick_params(labelleft=first_col, labelbottom=last_row)
 
 
 def _legend_columns(labels: list[str], width_in: float) -> int:
@@ -304,14 +323,16 @@ def _beside(x: pd.Series, every: pd.Series, log: bool) -> pd.Series:
 
 
 def _rep_dots(ax: Axes, x: object, values: pd.Series, color: str) -> None:
-    """Each repetition as a hollow dot (one artist for all)."""
-    ax.scatter(
+    """Each repetition as a hollow dot (one line artist without a line: cheaper than scatter)."""
+    ax.plot(
         np.asarray(x, dtype=float),
         pd.to_numeric(values, errors="coerce").to_numpy(dtype=float),
-        s=14,
-        facecolors="none",
-        edgecolors=color,
-        linewidths=0.9,
+        linestyle="none",
+        marker="o",
+        markersize=3.8,
+        markerfacecolor="none",
+        markeredgecolor=color,
+        markeredgewidth=0.9,
         zorder=3,
     )
 
