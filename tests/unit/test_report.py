@@ -274,6 +274,8 @@ def test_cell_figure_from_real_samples() -> None:
         cpu=read_samples(trial, "cpu"),
         disk=read_samples(trial, "disk"),
         status=read_samples(trial, "status"),
+        procs=read_samples(trial, "procs"),
+        role_labels={"workload": "client (sysbench)"},
     )
     fig = charts.cell_figure(
         samples,
@@ -288,12 +290,19 @@ def test_cell_figure_from_real_samples() -> None:
         "Throughput, every repetition",
         "Latency, every repetition",
         "CPU busy per core (%)",
+        "CPU by process role",
         "Disk I/O",
         "Disk await",
         "Disk utilisation, CPU iowait",
         "Server questions",
         "Rows (Handler_*)",
         "Buffer pool misses",
+    ]
+    roles = next(ax for ax in fig.axes if ax.get_title(loc="left") == "CPU by process role")
+    assert [t.get_text() for t in roles.get_legend().get_texts()] == [
+        "server",
+        "client (sysbench)",
+        "stress-ng",
     ]
     png = charts.png_bytes(fig)
     assert png.startswith(PNG_MAGIC)
@@ -327,7 +336,7 @@ def test_headline_metrics_follow_the_run() -> None:
 def test_trials_without_series_or_samples_still_render(tmp_path: Path) -> None:
     """A workload with no per-interval output (mysqlslap) or a trial killed early."""
     run = copy_run(COMPLETE, tmp_path)
-    for name in ("intervals", "cpu", "disk", "status"):
+    for name in ("intervals", "cpu", "disk", "status", "procs"):
         for path in run.glob(f"trials/*/{name}.csv"):
             path.unlink()
     page = parse(write_report(run))
@@ -380,3 +389,19 @@ def test_the_result_table_carries_interference_and_cpu_by_role(complete_report: 
     assert head is not None
     for heading in ("stress achieved", "stress CPU got", "server CPU", "client user CPU"):
         assert heading in head.group(1), heading
+
+
+def test_a_cell_figure_without_intervals_says_what_it_draws(tmp_path: Path) -> None:
+    """mysqlslap has no per-interval output: the caption does not promise throughput panels."""
+    run = copy_run(COMPLETE, tmp_path)
+    for name in ("intervals", "disk", "status"):
+        for path in run.glob(f"trials/*/{name}.csv"):
+            path.unlink()
+    html = write_report(run, max_cell_figures=1).read_text()
+    caption = re.search(r"<b>c000 threads=1 cpu=0.</b>(.*?)<span", html, re.S)
+    assert caption is not None
+    assert caption.group(1).strip() == (
+        "CPU busy per core (%), CPU by process role, Disk utilisation, CPU iowait of r1 (the "
+        "successful repetition with the median tps); no per-interval throughput: the workload "
+        "tool reports only a final summary. Grey: warm-up, discarded."
+    )

@@ -899,6 +899,8 @@ def _cell_plot(
         cpu=read_samples(sample_dir, "cpu"),
         disk=read_samples(sample_dir, "disk"),
         status=read_samples(sample_dir, "status"),
+        procs=read_samples(sample_dir, "procs"),
+        role_labels=_role_labels(data),
     )
     title = f"{cell['cell']} {cell['label']}"
     fig = charts.cell_figure(
@@ -910,12 +912,32 @@ def _cell_plot(
     )
     if fig is None:
         return None
-    caption = (
-        "Throughput and latency of every repetition; host and server samples of "
-        f"{samples.sample_label} (the successful repetition with the median "
-        f"{columns.throughput}). Grey: warm-up, discarded."
-    )
+    caption = _cell_caption(fig, samples, columns)
     return Plot(f"cell_{cell['cell']}.png", title, caption, _png(fig))
+
+
+def _role_labels(data: RunData) -> dict[str, str]:
+    tool = data.workload_tool
+    return {"workload": f"client ({tool})" if tool else "client", "server": "server"}
+
+
+def _cell_caption(fig: Any, samples: charts.CellSamples, columns: _SeriesColumns) -> str:
+    """What the figure has: its panels' titles, not a list of panels it might have had."""
+    titles = [t for ax in fig.axes if (t := ax.get_title(loc="left"))]
+    per_rep = [t for t in titles if t.endswith("every repetition")]
+    sampled = [t for t in titles if t not in per_rep]
+    parts = []
+    if per_rep:
+        names = [t.split(",")[0].lower() for t in per_rep]
+        parts.append(f"{' and '.join(names).capitalize()} of every repetition")
+    if sampled:
+        parts.append(
+            f"{', '.join(sampled)} of {samples.sample_label} (the successful repetition with "
+            f"the median {columns.throughput})"
+        )
+    if not per_rep:
+        parts.append("no per-interval throughput: the workload tool reports only a final summary")
+    return "; ".join(parts) + ". Grey: warm-up, discarded."
 
 
 def _interval_column(data: RunData, candidates: tuple[Metric, ...]) -> Metric:

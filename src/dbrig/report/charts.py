@@ -17,8 +17,8 @@ Inputs are plain frames:
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import matplotlib
 import numpy as np
@@ -446,6 +446,8 @@ class CellSamples:
     cpu: pd.DataFrame | None
     disk: pd.DataFrame | None
     status: pd.DataFrame | None
+    procs: pd.DataFrame | None = None  # procs.csv: CPU per process role
+    role_labels: Mapping[str, str] = field(default_factory=dict)  # workload -> client (sysbench)
 
 
 @dataclass(frozen=True)
@@ -550,6 +552,16 @@ def _cell_panels(
     cpu = samples.cpu
     if cpu is not None and {"core", "busy_pct"} <= set(cpu.columns):
         panels.append(_Panel("CPU busy per core (%)", "core", lambda ax: _heatmap(ax, cpu), True))
+    procs = samples.procs
+    if procs is not None and {"role", "cpu_pct"} <= set(procs.columns):
+        labels = samples.role_labels
+        panels.append(
+            _Panel(
+                "CPU by process role",
+                "% of one core",
+                lambda ax: _role_cpu(ax, procs, labels),
+            )
+        )
     disk = samples.disk
     if disk is not None and "device" in disk:
         panels.append(_Panel("Disk I/O", "operations/s", lambda ax: _disk_iops(ax, disk)))
@@ -743,6 +755,18 @@ def _per_time(frame: pd.DataFrame, columns: list[str], how: str) -> pd.DataFrame
     if "interval_s" in frame:
         out["interval_s"] = grouped["interval_s"].first()
     return out.reset_index()
+
+
+def _role_cpu(ax: Axes, procs: pd.DataFrame, labels: Mapping[str, str]) -> None:
+    """User + system CPU of each role's process group (200 = two full cores)."""
+    drawn = 0
+    for color, (role, rows) in zip(PALETTE, procs.groupby("role", sort=False), strict=False):
+        values = pd.to_numeric(rows["cpu_pct"], errors="coerce")
+        label = labels.get(str(role), str(role))
+        _stairs(ax, rows, values, color=color, label=label, linewidth=1.3)
+        drawn += 1
+    ax.set_ylim(bottom=0)
+    _legend(ax, drawn)
 
 
 def _disk_iops(ax: Axes, disk: pd.DataFrame) -> None:
