@@ -238,7 +238,7 @@ def _facet_axes(
     panels = list(dict.fromkeys(points.means["panel"]))
     rotated = not numeric and _crowded(points.categories)
     label_h = 0.35 if rotated else 0.0
-    width = 0.9 + 2.35 * npanels
+    width = 0.9 + npanels * (3.0 if npanels <= 2 else 2.35)
     legend_h = _legend_height(groups, width)
     fig = _figure(width, 2.1 * len(metrics) + label_h + legend_h + 0.85)
     _margins(
