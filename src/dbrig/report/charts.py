@@ -524,7 +524,7 @@ def _few_ticks(ax: Axes) -> None:
     if ax.get_yscale() == "linear":
         ax.yaxis.set_major_locator(MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]))
     if ax.get_xscale() == "linear":
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 5, 10], integer=True))
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 5, 10], integer=True))
 
 
 def _cell_panels(
