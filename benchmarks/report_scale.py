@@ -3,7 +3,7 @@
 
 Writes a run directory shaped like a real one (run.json, results.csv with every
 column a sysbench run has, and one trial folder per repetition with trial.json,
-intervals.csv and the sampler CSVs for ``--seconds`` of measurement after a
+intervals.csv and the sampler CSVs (procs.csv included) for ``--seconds`` of measurement after a
 10 s warm-up), then renders it with ``write_report`` in a child process and prints
 the child's wall time and peak RSS next to the targets (10 s, 1 GiB).
 
@@ -169,6 +169,20 @@ def sample_files(folder: Path, seconds: int, rng: np.random.Generator) -> list[P
             {"t_s": t, "phase": phase, "interval_s": 1.0, "used_mb": 700.0, "swap_in_mb_per_s": 0.0}
         ),
         "status": status_frame(t, phase, rng),
+        "procs": pd.DataFrame(
+            {
+                "t_s": np.repeat(t, 3),
+                "phase": np.repeat(phase, 3),
+                "interval_s": 1.0,
+                "role": np.tile(["server", "workload", "stress-ng"], k),
+                "pids": np.tile([1, 1, 2], k),
+                "cpu_pct": rng.uniform(10, 150, k * 3),
+                "rss_mb": 100.0,
+                "ctx_switches_per_s": rng.uniform(0, 500, k * 3),
+                "read_mb_per_s": 0.0,
+                "write_mb_per_s": rng.uniform(0, 10, k * 3),
+            }
+        ),
         "sampler": pd.DataFrame(
             {"t_s": t, "phase": phase, "interval_s": 1.0, "sampler": "host", "cpu_pct": 0.4}
         ),

@@ -24,6 +24,7 @@ from PIL import Image
 from dbrig.report import write_report
 from tests.helpers.files import FAILED, copy_run
 from tests.helpers.html import PNG_MAGIC, decoded_png, parse_html
+from tests.helpers.matrix_run import make_run
 
 pytestmark = pytest.mark.integration
 
@@ -160,3 +161,33 @@ def test_report_renders_in_chromium(report: Path, tmp_path: Path) -> None:
     artifacts = ROOT / "test-artifacts"
     artifacts.mkdir(exist_ok=True)
     shutil.copy(shot, artifacts / "report-browser.png")
+
+
+@needs_chromium
+def test_two_repetitions_draw_points_not_intervals_in_chromium(tmp_path: Path) -> None:
+    """A 2-repetition run: every factor chart says, in the rendered DOM, that it draws
+    each repetition as a point and no t-interval (t = 12.7 at n = 2); a 4-repetition run
+    draws intervals. Blocks and joint keys are charted as in the matrix."""
+    threads = "workload.sysbench.threads"
+    load_type, queries = "workload.mysqlslap.load_type", "workload.mysqlslap.number_of_queries"
+    rows = [["read", 10000], ["key", 100000]]
+    matrix = [{threads: [1, 2]}, {f"{load_type}, {queries}": rows}]
+    cells = [{threads: 1}, {threads: 2}] + [{load_type: t, queries: q} for t, q in rows]
+    for repeat, spread in ((2, "points"), (4, "interval")):
+        page = write_report(make_run(tmp_path / f"r{repeat}", matrix, cells, repeat=repeat))
+        dumped = chromium(tmp_path / f"profile-{repeat}", "--dump-dom", page.as_uri())
+        assert dumped.returncode == 0, dumped.stderr[-2000:]
+        assert console_messages(dumped.stderr) == []
+        figures = re.findall(
+            r'<figure class="factor-chart" data-spread="(\w+)">\s*<img src="([^"]+)" alt="([^"]+)"',
+            dumped.stdout,
+        )
+        assert [f[0] for f in figures] == [spread, spread]
+        for _, src, alt in figures:
+            png_size(decoded_png(src))
+            assert ("every repetition as points" in alt) == (spread == "points")
+        assert "Block 1 of the matrix: headline metrics by threads (line)" in dumped.stdout
+        assert (
+            "Block 2 of the matrix: headline metrics by load_type, number_of_queries (bar)"
+            in dumped.stdout
+        )

@@ -206,24 +206,33 @@ def test_the_report_is_rendered_from_the_run_directory_alone(tmp_path: Path) -> 
 # --------------------------------------------------------------------------- charts
 
 
-def test_factor_chart_draws_one_panel_per_metric() -> None:
-    points = pd.DataFrame(
+def _factor_points(n: int) -> charts.FactorPoints:
+    means = pd.DataFrame(
         {
-            "threads": [1, 2, 4, 1, 2, 4],
+            "cell": [f"c{i}" for i in range(6)],
+            "x": [1, 2, 4, 1, 2, 4],
+            "panel": [""] * 6,
             "series": ["cpu=0"] * 3 + ["cpu=1"] * 3,
+            "n": [n] * 6,
             "tps": [400.0, 800.0, 900.0, 300.0, 500.0, None],
             "tps_half": [40.0, 80.0, None, 30.0, 50.0, None],
             "qps": [8e3, 16e3, 18e3, 6e3, 10e3, None],
             "qps_half": [None] * 6,
         }
     )
+    reps = pd.DataFrame(
+        {"cell": ["c0", "c0"], "x": [1, 1], "panel": ["", ""], "series": ["cpu=0"] * 2}
+        | {"tps": [390.0, 410.0], "qps": [7.9e3, 8.1e3]}
+    )
+    return charts.FactorPoints(means, reps, ["1", "2", "4"])
+
+
+def test_factor_chart_draws_one_panel_per_metric() -> None:
     metrics = [m for m in HEADLINE if m.column in ("tps", "qps")]
     for numeric in (True, False):
         fig = charts.factor_chart(
-            points,
-            x="threads",
+            _factor_points(2),
             x_label="threads",
-            series="series",
             series_label="cpu",
             metrics=metrics,
             numeric=numeric,
@@ -234,6 +243,29 @@ def test_factor_chart_draws_one_panel_per_metric() -> None:
         assert charts.png_bytes(fig).startswith(PNG_MAGIC)
 
 
+def test_few_repetitions_draw_points_and_no_interval() -> None:
+    """n=2: the dots of every repetition, no vertical interval segment; n=5: the interval."""
+    from matplotlib.collections import LineCollection
+
+    metrics = [m for m in HEADLINE if m.column == "tps"]
+    for numeric in (True, False):
+        few = charts.factor_chart(
+            _factor_points(2), x_label="threads", series_label="", metrics=metrics, numeric=numeric
+        )
+        ax = few.axes[0]
+        dots = [line for line in ax.lines if line.get_linestyle() == "None"]
+        assert dots and len(dots[0].get_xdata()) == 2
+        assert not any(isinstance(c, LineCollection) for c in ax.collections)
+        many = charts.factor_chart(
+            _factor_points(5), x_label="threads", series_label="", metrics=metrics, numeric=numeric
+        )
+        ax = many.axes[0]
+        assert any(isinstance(c, LineCollection) for c in ax.collections)
+    assert charts.spread_kind(pd.Series([2, 3])) == "points"
+    assert charts.spread_kind(pd.Series([4, 5])) == "interval"
+    assert charts.spread_kind(pd.Series([2, 5])) == "mixed"
+
+
 def test_cell_figure_from_real_samples() -> None:
     trial = COMPLETE / "trials" / "c001-r1"
     samples = charts.CellSamples(
@@ -242,6 +274,8 @@ def test_cell_figure_from_real_samples() -> None:
         cpu=read_samples(trial, "cpu"),
         disk=read_samples(trial, "disk"),
         status=read_samples(trial, "status"),
+        procs=read_samples(trial, "procs"),
+        role_labels={"workload": "client (sysbench)"},
     )
     fig = charts.cell_figure(
         samples,
@@ -256,12 +290,19 @@ def test_cell_figure_from_real_samples() -> None:
         "Throughput, every repetition",
         "Latency, every repetition",
         "CPU busy per core (%)",
+        "CPU by process role",
         "Disk I/O",
         "Disk await",
         "Disk utilisation, CPU iowait",
         "Server questions",
         "Rows (Handler_*)",
         "Buffer pool misses",
+    ]
+    roles = next(ax for ax in fig.axes if ax.get_title(loc="left") == "CPU by process role")
+    assert [t.get_text() for t in roles.get_legend().get_texts()] == [
+        "server",
+        "client (sysbench)",
+        "stress-ng",
     ]
     png = charts.png_bytes(fig)
     assert png.startswith(PNG_MAGIC)
@@ -295,7 +336,7 @@ def test_headline_metrics_follow_the_run() -> None:
 def test_trials_without_series_or_samples_still_render(tmp_path: Path) -> None:
     """A workload with no per-interval output (mysqlslap) or a trial killed early."""
     run = copy_run(COMPLETE, tmp_path)
-    for name in ("intervals", "cpu", "disk", "status"):
+    for name in ("intervals", "cpu", "disk", "status", "procs"):
         for path in run.glob(f"trials/*/{name}.csv"):
             path.unlink()
     page = parse(write_report(run))
@@ -348,3 +389,19 @@ def test_the_result_table_carries_interference_and_cpu_by_role(complete_report: 
     assert head is not None
     for heading in ("stress achieved", "stress CPU got", "server CPU", "client user CPU"):
         assert heading in head.group(1), heading
+
+
+def test_a_cell_figure_without_intervals_says_what_it_draws(tmp_path: Path) -> None:
+    """mysqlslap has no per-interval output: the caption does not promise throughput panels."""
+    run = copy_run(COMPLETE, tmp_path)
+    for name in ("intervals", "disk", "status"):
+        for path in run.glob(f"trials/*/{name}.csv"):
+            path.unlink()
+    html = write_report(run, max_cell_figures=1).read_text()
+    caption = re.search(r"<b>c000 threads=1 cpu=0.</b>(.*?)<span", html, re.S)
+    assert caption is not None
+    assert caption.group(1).strip() == (
+        "CPU busy per core (%), CPU by process role, Disk utilisation, CPU iowait of r1 (the "
+        "successful repetition with the median tps); no per-interval throughput: the workload "
+        "tool reports only a final summary. Grey: warm-up, discarded."
+    )

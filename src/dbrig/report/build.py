@@ -33,6 +33,7 @@ import dbrig
 from dbrig.metrics import HEADLINE, Metric, throughput_metrics
 from dbrig.report import charts, html, scaling
 from dbrig.report.data import RunData, load_run, plain_value, read_samples, read_trial
+from dbrig.report.experiments import EffectJudge, Experiment, FactorGroup, group_rows
 from dbrig.report.tables import (
     CellStats,
     aggregate,
@@ -54,6 +55,9 @@ MAX_CELL_FIGURES = 8  # one figure of nine panels per cell: about 0.5 s each
 MAX_GRID_CELLS = 16  # panels of the throughput overview
 MAX_FACTOR_CHARTS = 6
 MAX_SERIES = 8
+MAX_PANELS = 4  # small multiples: panels across
+MAX_FACET_SERIES = 4  # small multiples: colours per panel
+MAX_FACET_METRICS = 3  # small multiples: rows
 _OUR_PLOTS = re.compile(r"^(factor_\d+|timeseries_\w+|cell_[\w.-]+|scaling_\d+)\.png$")
 
 
@@ -63,6 +67,7 @@ class Plot:
     title: str
     caption: str
     png: bytes
+    spread: str = ""  # factor charts: points, interval or mixed (charts.spread_kind)
 
 
 def write_report(run_dir: Path, *, max_cell_figures: int = MAX_CELL_FIGURES) -> Path:
@@ -128,6 +133,7 @@ def report_context(
         "matrix": _matrix(data, overview),
         "environment_facts": _environment_facts(data),
         "servers": _servers(data),
+        "server_table": _server_table(data),
         "settings": _settings(overview, configs),
         "table": _result_table(data, overview, stats, [*headline, *detail_metrics(data.results)]),
         "repetitions": _repetition_rows(data, overview, headline),
@@ -276,7 +282,8 @@ def _environment_facts(data: RunData) -> list[tuple[str, str]]:
                 f"{storage.get('fstype', '?')} on {storage.get('device', '?')} "
                 f"(mounted at {storage.get('mount', '?')}), block device "
                 f"{storage.get('block_device', '?')}, I/O scheduler "
-                f"{storage.get('io_scheduler', '?')}, reflink copies {reflink}",
+                f"{storage.get('io_scheduler', '?')}{_scheduler_note(data)}, "
+                f"reflink copies {reflink}",
             )
         )
     servers = data.saved.servers
@@ -290,6 +297,14 @@ def _environment_facts(data: RunData) -> list[tuple[str, str]]:
             ("Recorded by", f"dbrig {host.get('dbrig', '?')}, Python {host.get('python')}")
         )
     return facts
+
+
+def _scheduler_note(data: RunData) -> str:
+    """The scheduler probed at the start is not what a cell ran with if the run set one."""
+    system = data.scenario.get("system") or {}
+    if system.get("io_scheduler") or any(f == "system.io_scheduler" for f in data.factors):
+        return " before the run (each cell's is under Server settings, system.io_scheduler)"
+    return ""
 
 
 def _servers(data: RunData) -> list[dict[str, Any]]:
@@ -311,12 +326,83 @@ def _servers(data: RunData) -> list[dict[str, Any]]:
     return servers
 
 
+def _server_table(data: RunData) -> dict[str, Any]:
+    """Every server side by side: one column per server, one row per property."""
+    specs = _server_specs(data)
+    names = list(dict.fromkeys([*specs, *data.saved.servers]))
+    if not names:
+        return {"names": [], "rows": []}
+    rows: list[tuple[str, list[str]]] = []
+
+    def row(title: str, values: list[str]) -> None:
+        if any(values):
+            rows.append((title, values))
+
+    saved = {n: data.saved.servers.get(n) or {} for n in names}
+    spec = {n: specs.get(n) or {} for n in names}
+    row("kind", [str(spec[n].get("kind") or saved[n].get("kind") or "managed") for n in names])
+    row(
+        "version",
+        [f"{saved[n].get('flavor', '')} {saved[n].get('version', '')}".strip() for n in names],
+    )
+    row("binary", [str(saved[n].get("binary") or "") for n in names])
+    row("basedir", [_basedir_text(spec[n]) for n in names])
+    row("cpus (pinning)", [_cpus_text(data, n, spec[n]) for n in names])
+    row("where", [_external_where(spec[n]) for n in names])
+    configs = [
+        _mapping_text(_unvaried(spec[n].get("config") or {}, _config_prefix(data, n), data.factors))
+        if spec[n].get("kind") != "external"
+        else ""
+        for n in names
+    ]
+    row("config", configs)
+    return {"names": names, "rows": rows}
+
+
+def _server_specs(data: RunData) -> dict[str, dict[str, Any]]:
+    servers = data.scenario.get("servers") or {}
+    if servers:
+        return {str(k): dict(v or {}) for k, v in servers.items()}
+    server = data.scenario.get("server")
+    return {"default": dict(server)} if isinstance(server, dict) else {}
+
+
+def _config_prefix(data: RunData, name: str) -> str:
+    return f"servers.{name}.config." if data.scenario.get("servers") else "server.config."
+
+
+def _basedir_text(spec: dict[str, Any]) -> str:
+    if spec.get("kind") == "external":
+        return ""
+    return str(spec.get("basedir") or "(the installed server)")
+
+
+def _cpus_text(data: RunData, name: str, spec: dict[str, Any]) -> str:
+    if spec.get("kind") == "external":
+        return "not managed"
+    paths = (f"servers.{name}.cpus", "server.cpus")
+    if any(p in data.factors for p in paths):
+        return "varied by the matrix"
+    cpus = spec.get("cpus")
+    return ",".join(str(c) for c in cpus) if cpus else "not pinned (every core)"
+
+
+def _external_where(spec: dict[str, Any]) -> str:
+    if spec.get("kind") != "external":
+        return ""
+    return str(spec.get("socket") or f"{spec.get('host', '?')}:{spec.get('port', '?')}")
+
+
 def _effective_configs(data: RunData) -> dict[str, dict[str, Any]]:
-    """effective_config of each cell's first saved trial."""
+    """effective_config and the OS settings (``system.*``) of each cell's first saved trial."""
     configs = {}
     for cell, trials in data.trials_by_cell.items():
         record = read_trial(data.trial_dir(trials[0]))
-        configs[cell] = dict(record.effective_config) if record else {}
+        if record is None:
+            configs[cell] = {}
+            continue
+        system = {f"system.{k}": _value_text(v) for k, v in record.system.items()}
+        configs[cell] = {**record.effective_config, **system}
     return configs
 
 
@@ -475,82 +561,249 @@ def _failed_trials(data: RunData, overview: pd.DataFrame) -> list[dict[str, str]
 def _factor_plots(
     data: RunData, overview: pd.DataFrame, stats: CellStats, headline: list[Metric]
 ) -> list[Plot]:
+    """Per block of the matrix, one chart per factor that varies in it."""
     drawable = overview[overview["ok"] > 0]
     if drawable.empty or not headline:
         return []
-    varying = [f for f in data.factors if drawable[f].astype(str).nunique() > 1]
-    plots = []
-    for number, factor in enumerate(varying[:MAX_FACTOR_CHARTS], start=1):
-        others = [f for f in varying if f != factor]
-        points = _factor_points(data, drawable, stats, headline, factor, others)
-        # A matrix of blocks may set a factor in some cells only (cpu_max_prime for the cpu
-        # test): its chart shows the cells that have it.
-        points = points[points[factor].notna()]
-        series = list(dict.fromkeys(points["series"]))
-        shown = series[:MAX_SERIES]
-        points = points[points["series"].isin(shown)]
-        numeric = _is_numeric(overview[factor])
-        fig = charts.factor_chart(
-            points,
-            x=factor,
-            x_label=data.labels[factor],
-            series="series",
-            series_label=", ".join(data.labels[o] for o in others),
-            metrics=headline,
-            numeric=numeric,
-        )
-        label = data.labels[factor]
-        caption = (
-            f"Mean of the successful repetitions of each cell against {label} "
-            f"({factor}); {'error bars' if numeric else 'whiskers'} are the 95 % confidence "
-            "interval of the mean."
-        )
-        if others:
-            caption += f" One {'line' if numeric else 'colour'} per value of " + ", ".join(
-                data.labels[o] for o in others
-            )
-            caption += (
-                f"; the first {MAX_SERIES} of {len(series)} combinations are drawn."
-                if len(series) > MAX_SERIES
-                else "."
-            )
-        kind = "line" if numeric else "bar"
-        plots.append(
-            Plot(
-                f"factor_{number}.png", f"Headline metrics by {label} ({kind})", caption, _png(fig)
-            )
-        )
+    factors = _cell_factors(data, drawable)
+    judge = EffectJudge(data.scenario)
+    several = len([e for e in data.experiments if any(c in factors for c in e.cells)]) > 1
+    plots: list[Plot] = []
+    for experiment in data.experiments:
+        cells = [c for c in experiment.cells if c in factors]
+        varying = [g for g in experiment.groups if len({g.value(factors[c]) for c in cells}) > 1]
+        for group in varying:
+            if len(plots) == MAX_FACTOR_CHARTS:
+                return plots
+            chart = _FactorChart(data, experiment, group, varying, cells, factors, several)
+            plot = chart.plot(judge, overview, stats, headline, len(plots) + 1)
+            if plot is not None:
+                plots.append(plot)
     return plots
 
 
-def _factor_points(
-    data: RunData,
-    cells: pd.DataFrame,
-    stats: CellStats,
-    headline: list[Metric],
-    factor: str,
-    others: list[str],
-) -> pd.DataFrame:
-    points = cells[["cell", factor, *others]].copy()
-    points["series"] = "all"
-    if others:
-        parts = [points[o].map(lambda v, o=o: f"{data.labels[o]}={plain_value(v)}") for o in others]
-        points["series"] = pd.concat(parts, axis=1).agg(" ".join, axis=1)
+def _cell_factors(data: RunData, cells: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Each drawable cell's factor values, as planned (absent when its block does not set it)."""
+    planned = {c.cell: dict(c.factors) for c in data.saved.cells}
+    out = {}
+    for row in cells.to_dict("records"):
+        cell = str(row["cell"])
+        out[cell] = planned.get(cell) or {f: row[f] for f in data.factors if _present(row[f])}
+    return out
+
+
+def _present(value: Any) -> bool:
+    return isinstance(value, list | dict) or not pd.isna(value)
+
+
+@dataclass(frozen=True)
+class _FactorChart:
+    """One factor of one block: which cells, which panels and colours, and the caption."""
+
+    data: RunData
+    experiment: Experiment
+    group: FactorGroup
+    varying: list[FactorGroup]
+    cells: list[str]
+    factors: dict[str, dict[str, Any]]
+    several_blocks: bool
+
+    def plot(
+        self,
+        judge: EffectJudge,
+        overview: pd.DataFrame,
+        stats: CellStats,
+        headline: list[Metric],
+        number: int,
+    ) -> Plot | None:
+        values = group_rows(self.group, [self.factors[c] for c in self.cells])
+        kept = [c for c in self.cells if judge.has_effect(self.group, self.factors[c], values)]
+        if len({self.group.value(self.factors[c]) for c in kept}) < 2:
+            return None
+        numeric = not self.group.joint and _is_numeric(
+            pd.Series([self.factors[c].get(self.group.paths[0]) for c in kept], dtype=object)
+        )
+        ok = overview.set_index("cell")["ok"]
+        means = self._frame(kept, numeric)
+        means["n"] = [int(ok.get(c, 0)) for c in kept]
+        for metric in headline:
+            means[metric.column] = _stat(stats.mean, metric.column, kept)
+            means[f"{metric.column}_half"] = _stat(stats.half, metric.column, kept)
+        means = self._capped(means)
+        metrics = _drawn_metrics(means, headline)
+        if not metrics:
+            return None
+        facets = means["panel"].nunique() > 1
+        if facets:
+            metrics = _facet_metrics(metrics)
+        reps = self._reps(means, metrics, numeric)
+        categories = list(dict.fromkeys(means["x"].astype(str)))
+        fig = charts.factor_chart(
+            charts.FactorPoints(means, reps, categories),
+            x_label=self.group.label,
+            series_label=self._series_group.label if self._series_group else "",
+            metrics=metrics,
+            numeric=numeric,
+        )
+        spread = charts.spread_kind(means["n"])
+        caption = self._caption(numeric, spread, facets, len(metrics) < len(headline), kept)
+        return Plot(f"factor_{number}.png", self._title(numeric), caption, _png(fig), spread=spread)
+
+    @property
+    def _others(self) -> list[FactorGroup]:
+        return [g for g in self.varying if g is not self.group]
+
+    @property
+    def _panel_groups(self) -> list[FactorGroup]:
+        """The other factors that get a panel each: all of them, or all but the colour one."""
+        others = self._others
+        return others if len(others) < 2 else others[:-1]
+
+    @property
+    def _series_group(self) -> FactorGroup | None:
+        others = self._others
+        return others[-1] if len(others) >= 2 else None
+
+    def _frame(self, cells: list[str], numeric: bool) -> pd.DataFrame:
+        rows = [self.factors[c] for c in cells]
+        x: list[Any] = [
+            float(r[self.group.paths[0]]) if numeric else self.group.value(r) for r in rows
+        ]
+        panel = [_labelled(self._panel_groups, r) for r in rows]
+        series_group = self._series_group
+        series = [series_group.value(r) if series_group else "all" for r in rows]
+        return pd.DataFrame({"cell": cells, "x": x, "panel": panel, "series": series})
+
+    def _capped(self, means: pd.DataFrame) -> pd.DataFrame:
+        panels = list(dict.fromkeys(means["panel"]))[:MAX_PANELS]
+        limit = MAX_FACET_SERIES if len(panels) > 1 else MAX_SERIES
+        series = list(dict.fromkeys(means["series"]))[:limit]
+        keep = means["panel"].isin(panels) & means["series"].isin(series)
+        return means[keep].reset_index(drop=True)
+
+    def _reps(self, means: pd.DataFrame, metrics: list[Metric], numeric: bool) -> pd.DataFrame:
+        """Every successful repetition of the cells drawn as points (too few for an interval)."""
+        few = means[means["n"] < charts.MIN_INTERVAL_N].set_index("cell")
+        results = self.data.results
+        ok = results[(results["status"] == "ok") & results["cell"].isin(few.index)]
+        columns = [m.column for m in metrics if m.column in ok]
+        reps = ok[["cell", *columns]].reset_index(drop=True)
+        for column in ("x", "panel", "series"):
+            reps[column] = reps["cell"].map(few[column])
+        for metric in metrics:
+            if metric.column not in reps:
+                reps[metric.column] = float("nan")
+        return reps
+
+    def _title(self, numeric: bool) -> str:
+        kind = "line" if numeric else "bar"
+        title = f"Headline metrics by {self.group.label} ({kind})"
+        if self.several_blocks:
+            fixed = self._fixed()
+            where = f" ({fixed})" if fixed else ""
+            block = f"Block {self.experiment.number} of the matrix{where}"
+            title = f"{block}: {title[0].lower()}{title[1:]}"
+        return title
+
+    def _fixed(self) -> str:
+        """What one block holds constant, ``cpu_load=90``."""
+        constant = [g for g in self.experiment.groups if g not in self.varying]
+        first = self.factors[self.cells[0]]
+        return " ".join(f"{g.label}={g.value(first)}" for g in constant)
+
+    def _caption(
+        self, numeric: bool, spread: str, facets: bool, fewer_metrics: bool, kept: list[str]
+    ) -> str:
+        paths = ", ".join(self.group.paths)
+        parts = [
+            f"Mean of the successful repetitions of each cell against {self.group.label} ({paths})."
+        ]
+        if self.group.joint:
+            parts.append("These keys vary together in the matrix, so they are one factor.")
+        if self.several_blocks:
+            parts.append(
+                f"Only the cells of block {self.experiment.number} of the matrix"
+                + (f", where {self._fixed()}" if self._fixed() else "")
+                + "; each block is its own experiment."
+            )
+        parts.append(_spread_sentence(spread, numeric))
+        panel_groups = self._panel_groups
+        if facets:
+            names = ", ".join(g.label for g in panel_groups)
+            parts.append(
+                f"One panel per value of {names}, a row per metric, same y axis along a row."
+            )
+            if fewer_metrics:
+                parts.append("The other headline metrics are in the result table.")
+        elif panel_groups:
+            parts.append(f"{', '.join(g.label for g in panel_groups)} has one value here.")
+        if self._series_group:
+            parts.append(
+                f"One {'line' if numeric else 'colour'} per value of {self._series_group.label}."
+            )
+        dropped = [c for c in self.cells if c not in kept]
+        if dropped:
+            parts.append(
+                f"Left out: {len(dropped)} cell{'s' if len(dropped) > 1 else ''} where "
+                f"{self.group.label} has no effect (the interference it sets does not run): "
+                + ", ".join(dropped[:8])
+                + (" …" if len(dropped) > 8 else "")
+                + "."
+            )
+        panels = {_labelled(panel_groups, self.factors[c]) for c in kept}
+        series = (
+            {self._series_group.value(self.factors[c]) for c in kept}
+            if self._series_group
+            else set()
+        )
+        if len(panels) > MAX_PANELS:
+            parts.append(f"The first {MAX_PANELS} of {len(panels)} panels are drawn.")
+        limit = MAX_FACET_SERIES if facets else MAX_SERIES
+        if len(series) > limit:
+            parts.append(f"The first {limit} of {len(series)} colours are drawn.")
+        return " ".join(parts)
+
+
+def _stat(frame: pd.DataFrame, column: str, cells: list[str]) -> list[float]:
+    if column not in frame.columns:
+        return [math.nan] * len(cells)
+    return frame[column].reindex(cells).astype(float).tolist()
+
+
+def _labelled(groups: list[FactorGroup], factors: dict[str, Any]) -> str:
+    return " ".join(f"{g.label}={g.value(factors)}" for g in groups)
+
+
+def _spread_sentence(spread: str, numeric: bool) -> str:
+    points = (
+        f"Cells with fewer than {charts.MIN_INTERVAL_N} successful repetitions show every "
+        "repetition as a hollow dot beside the mean and no interval (with 2 repetitions a "
+        "95 % t-interval is ±12.7 standard errors wide and says nothing)."
+    )
+    interval = (
+        f"{'Error bars' if numeric else 'Whiskers'} are the 95 % confidence interval of the "
+        f"mean (Student's t) of cells with {charts.MIN_INTERVAL_N} or more repetitions."
+    )
+    return {"points": points, "interval": interval}.get(spread, f"{interval} {points}")
+
+
+def _drawn_metrics(means: pd.DataFrame, headline: list[Metric]) -> list[Metric]:
+    """The headline metrics with a non-zero mean somewhere (an all-zero error rate says
+    nothing a chart needs to show)."""
+    out = []
     for metric in headline:
-        points[metric.column] = points["cell"].map(stats.mean[metric.column])
-        points[f"{metric.column}_half"] = points["cell"].map(stats.half[metric.column])
-    order = points[factor].map(_sort_key)
-    return points.assign(_order=order).sort_values("_order", kind="stable").drop(columns="_order")
+        values = pd.to_numeric(means[metric.column], errors="coerce")
+        if values.fillna(0).ne(0).any():
+            out.append(metric)
+    return out
 
 
-def _sort_key(value: Any) -> tuple[int, float, str]:
-    """Numbers and sizes (128M) in numeric order, then the rest as text."""
-    number = to_float(value)
-    if number is None:
-        number = parse_size(value)
-    if number is not None:
-        return (0, number, "")
-    return (1, 0.0, str(value))
+def _facet_metrics(metrics: list[Metric]) -> list[Metric]:
+    """Small multiples draw a row per metric: the first (the throughput), the latencies,
+    then the rest, at most :data:`MAX_FACET_METRICS`."""
+    latency = [m for m in metrics[1:] if "latency" in m.column]
+    rest = [m for m in metrics[1:] if m not in latency]
+    return [*metrics[:1], *latency, *rest][:MAX_FACET_METRICS]
 
 
 def _is_numeric(values: pd.Series) -> bool:
@@ -660,6 +913,8 @@ def _cell_plot(
         cpu=read_samples(sample_dir, "cpu"),
         disk=read_samples(sample_dir, "disk"),
         status=read_samples(sample_dir, "status"),
+        procs=read_samples(sample_dir, "procs"),
+        role_labels=_role_labels(data),
     )
     title = f"{cell['cell']} {cell['label']}"
     fig = charts.cell_figure(
@@ -671,12 +926,32 @@ def _cell_plot(
     )
     if fig is None:
         return None
-    caption = (
-        "Throughput and latency of every repetition; host and server samples of "
-        f"{samples.sample_label} (the successful repetition with the median "
-        f"{columns.throughput}). Grey: warm-up, discarded."
-    )
+    caption = _cell_caption(fig, samples, columns)
     return Plot(f"cell_{cell['cell']}.png", title, caption, _png(fig))
+
+
+def _role_labels(data: RunData) -> dict[str, str]:
+    tool = data.workload_tool
+    return {"workload": f"client ({tool})" if tool else "client", "server": "server"}
+
+
+def _cell_caption(fig: Any, samples: charts.CellSamples, columns: _SeriesColumns) -> str:
+    """What the figure has: its panels' titles, not a list of panels it might have had."""
+    titles = [t for ax in fig.axes if (t := ax.get_title(loc="left"))]
+    per_rep = [t for t in titles if t.endswith("every repetition")]
+    sampled = [t for t in titles if t not in per_rep]
+    parts = []
+    if per_rep:
+        names = [t.split(",")[0].lower() for t in per_rep]
+        parts.append(f"{' and '.join(names).capitalize()} of every repetition")
+    if sampled:
+        parts.append(
+            f"{', '.join(sampled)} of {samples.sample_label} (the successful repetition with "
+            f"the median {columns.throughput})"
+        )
+    if not per_rep:
+        parts.append("no per-interval throughput: the workload tool reports only a final summary")
+    return "; ".join(parts) + ". Grey: warm-up, discarded."
 
 
 def _interval_column(data: RunData, candidates: tuple[Metric, ...]) -> Metric:

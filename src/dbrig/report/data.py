@@ -22,6 +22,7 @@ import pandas as pd
 
 from dbrig import store
 from dbrig.errors import DbrigError
+from dbrig.report.experiments import Experiment, experiments, plain_value
 
 SAMPLE_FILES = ("intervals", "cpu", "disk", "memory", "procs", "status", "sampler")
 
@@ -76,6 +77,11 @@ class RunData:
 
     def trial_dir(self, trial_id: str) -> Path:
         return self.path / "trials" / trial_id
+
+    @cached_property
+    def experiments(self) -> list[Experiment]:
+        """The matrix's blocks, each with its factors (joint keys as one) and cells."""
+        return experiments(self.saved, self.labels)
 
     @cached_property
     def trials_by_cell(self) -> dict[str, list[str]]:
@@ -133,7 +139,10 @@ def _cells_frame(
         for row in rows
     ]
     cells["planned"] = cells["cell"].map(_planned_per_cell(saved)).fillna(0).astype(int)
-    return cells.sort_values("cell", kind="stable").reset_index(drop=True)
+    # matrix order: c999 before c1000
+    ids = [str(c) for c in cells["cell"]]
+    order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), ids[i]))
+    return cells.iloc[order].reset_index(drop=True)
 
 
 def _planned_per_cell(saved: store.SavedRun) -> dict[str, int]:
@@ -142,15 +151,6 @@ def _planned_per_cell(saved: store.SavedRun) -> dict[str, int]:
         cell = trial_id.rsplit("-r", 1)[0]
         planned[cell] = planned.get(cell, 0) + 1
     return planned
-
-
-def plain_value(value: Any) -> str:
-    """A factor value as the labels show it: 4 not 4.0, null for None."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if value is None:
-        return "null"
-    return str(value)
 
 
 def read_samples(trial_dir: Path, name: str) -> pd.DataFrame | None:

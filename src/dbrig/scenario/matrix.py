@@ -34,15 +34,13 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import os
 import random
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dbrig.errors import ConfigError
-from dbrig.factors import short_factor_names
+from dbrig.factors import host_values, short_factor_names
 from dbrig.scenario.messages import _child_type, _expected_keys
 from dbrig.scenario.model import Scenario
 from dbrig.scenario.validate import validate
@@ -165,28 +163,6 @@ def matrix_blocks(matrix: dict | list, source: str, cpu_count: int | None = None
         _refuse_overlaps([p for paths, _ in block for p in paths], where, source)
         blocks.append(block)
     return blocks or [[]]
-
-
-_HOST_RANGE = re.compile(r"^\s*(\d+|nproc)\s*\.\.\s*(\d+|nproc)\s*$")
-
-
-def host_values(values: list[Any], cpu_count: int | None = None) -> list[Any]:
-    """Values sized to this machine: ``nproc`` is its core count, ``"0..nproc"`` a range.
-
-    So one scenario file scales seed 000's "0, 2, 4, 6, 8 busy cores" to any host.
-    """
-    cores = cpu_count or os.cpu_count() or 1
-    out: list[Any] = []
-    for value in values:
-        match = _HOST_RANGE.match(value) if isinstance(value, str) else None
-        if match:
-            low, high = (cores if g == "nproc" else int(g) for g in match.groups())
-            out.extend(range(low, high + 1))
-        elif value == "nproc":
-            out.append(cores)
-        else:
-            out.append(value)
-    return out
 
 
 def _refuse_overlaps(paths: list[str], where: str, source: str) -> None:
