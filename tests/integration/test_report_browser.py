@@ -132,6 +132,11 @@ def test_report_renders_in_chromium(report: Path, tmp_path: Path) -> None:
     headings = re.findall(r"<h[23][^>]*>([^<]+)</h[23]>", dumped.stdout)
     assert set(SECTIONS.values()) <= set(headings)
     assert "killed by signal / no summary (rc=-9)" in dumped.stdout
+    # issue 12: the result table carries the context columns the run has, as rendered
+    results_head = re.search(r'<table class="results">(.*?)</thead>', dumped.stdout, re.S)
+    assert results_head is not None
+    for column in ("stress achieved", "server CPU", "workload CPU", "client user CPU"):
+        assert column in results_head.group(1), column
 
     assert len(dom.images) == 7
     for src in dom.images:
