@@ -13,9 +13,10 @@ import sys
 import traceback
 
 import click
+from click.shell_completion import CompletionItem
 
 from dbrig import __version__, commands, proc
-from dbrig.commands._common import err_console, print_line
+from dbrig.commands.console import err_console, print_line
 from dbrig.errors import (
     EXIT_BAD_INPUT,
     EXIT_BUG,
@@ -25,7 +26,30 @@ from dbrig.errors import (
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """Subcommands imported when used (:data:`dbrig.commands.COMMANDS`), so ``--version``
+    and completing a subcommand's name do not import pandas, scipy and matplotlib."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *commands.COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        found = super().get_command(ctx, name)  # added with add_command (tests do)
+        if found is None and name in commands.COMMANDS:
+            found = commands.load(name)
+        return found
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        names = [
+            CompletionItem(name, help=commands.COMMANDS[name][2])
+            for name in self.list_commands(ctx)
+            if name.startswith(incomplete) and name in commands.COMMANDS
+        ]
+        # the group's own options (--debug, --version), without importing a command
+        return names + click.Command.shell_complete(self, ctx, incomplete)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dbrig")
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
 @click.pass_context
@@ -36,10 +60,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
         level=logging.DEBUG if debug else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-
-
-for _command in commands.ALL:
-    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

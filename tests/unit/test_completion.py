@@ -114,3 +114,28 @@ def test_the_environment_variable_completes_in_a_real_process(runs_here: Path) -
         "plain,runs/ci-20261123-110000",
         "plain,runs/quickstart-20261123-100000",
     ]
+
+
+def test_the_lazy_table_names_every_command_and_loads_it() -> None:
+    import click
+
+    from dbrig import commands
+
+    for name in commands.COMMANDS:
+        command = commands.load(name)
+        assert isinstance(command, click.Command) and command.name == name
+
+
+def test_version_and_subcommand_names_need_no_command_module() -> None:
+    """--version and completing a subcommand's name import no command (so no pandas)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from dbrig.cli import cli; import dbrig.commands as c; "
+        "loaded = [m for m in sys.modules if m.startswith('dbrig.commands.') "
+        "and m not in ('dbrig.commands.console',)]; "
+        "print(loaded, 'pandas' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[] False"

@@ -2,33 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import click
 import pandas as pd
-from rich.console import Console
-from rich.text import Text
 
 from dbrig import store
 from dbrig.analysis.compare import RunInput
+from dbrig.commands.console import err_console, print_line
 from dbrig.errors import ConfigError
 from dbrig.report.warnings import RunWarning
-
-
-def out_console() -> Console:
-    # Off a terminal (CI logs, pipes) rich would wrap tables at 80 columns.
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
-
-
-def err_console() -> Console:
-    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
-
-
-def print_line(console: Console, text: str, style: str = "") -> None:
-    """One line as is: no rich markup, never wrapped, so paths and values stay whole."""
-    console.print(Text(text, style=style), soft_wrap=True)
 
 
 def print_warnings(warnings: Sequence[RunWarning]) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from dbrig.commands._common import err_console, out_console, print_line
+from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.errors import ConfigError
 from dbrig.server.cache import DEFAULT_MAX_BYTES, ENV_DIR, ENV_MAX, Entry, SnapshotCache
 from dbrig.util.units import parse_size

@@ -11,16 +11,9 @@ from rich.text import Text
 
 from dbrig.analysis import compare
 from dbrig.analysis.multiplicity import CORRECTIONS
-from dbrig.commands._common import (
-    ALPHA,
-    PERCENT,
-    err_console,
-    load_run_input,
-    out_console,
-    print_line,
-    write_output,
-)
+from dbrig.commands._common import ALPHA, PERCENT, load_run_input, write_output
 from dbrig.commands.completion import complete_run_dir
+from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError
 from dbrig.report import compare_text as output
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from dbrig.commands._common import out_console, print_line
+from dbrig.commands.console import out_console, print_line
 from dbrig.errors import EXIT_BAD_INPUT, DbrigError
 from dbrig.host import probe
 from dbrig.proc import which

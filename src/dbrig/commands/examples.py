@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from dbrig.commands._common import out_console, print_line
 from dbrig.commands.completion import complete_shipped
+from dbrig.commands.console import out_console, print_line
 from dbrig.scenario.shipped import ShippedScenario, copy_shipped, shipped_scenarios
 
 

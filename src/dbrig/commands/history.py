@@ -12,14 +12,8 @@ from rich.text import Text
 from dbrig import store
 from dbrig.analysis import history
 from dbrig.analysis.compare import RunInput
-from dbrig.commands._common import (
-    ALPHA,
-    PERCENT,
-    err_console,
-    load_run_input,
-    out_console,
-    print_line,
-)
+from dbrig.commands._common import ALPHA, PERCENT, load_run_input
+from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, DbrigError
 from dbrig.metrics import throughput_metrics
 from dbrig.report.compare_text import format_number

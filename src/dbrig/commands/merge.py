@@ -34,8 +34,8 @@ import click
 
 from dbrig import ownership, scenario, store
 from dbrig.analysis.compare import EnvDifference, piece_differences
-from dbrig.commands._common import err_console, out_console, print_line
 from dbrig.commands.completion import complete_run_dir
+from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.errors import ConfigError
 from dbrig.report.compare_text import difference_line
 

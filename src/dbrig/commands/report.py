@@ -7,8 +7,9 @@ from pathlib import Path
 import click
 
 from dbrig import store
-from dbrig.commands._common import out_console, print_line, print_warnings
+from dbrig.commands._common import print_warnings
 from dbrig.commands.completion import complete_run_dir
+from dbrig.commands.console import out_console, print_line
 from dbrig.report import run_warnings, write_report
 
 

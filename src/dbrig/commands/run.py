@@ -22,9 +22,10 @@ from rich.live import Live
 from rich.text import Text
 
 from dbrig import scenario, store
-from dbrig.commands._common import err_console, out_console, print_line, print_warnings
+from dbrig.commands._common import print_warnings
 from dbrig.commands.cache import open_cache
 from dbrig.commands.completion import complete_run_dir, complete_scenario
+from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.commands.show import print_results
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, Interrupted
 from dbrig.report import run_warnings, write_report

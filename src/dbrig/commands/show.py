@@ -9,8 +9,8 @@ import click
 from rich.table import Table
 
 from dbrig import store
-from dbrig.commands._common import out_console
 from dbrig.commands.completion import complete_run_dir
+from dbrig.commands.console import out_console
 from dbrig.errors import ConfigError
 from dbrig.report import result_table, scaling
 from dbrig.report.data import load_run

@@ -1,0 +1,23 @@
+"""Consoles and one-line output: all ``dbrig`` needs to report an error, so the command
+line can answer ``--version``, ``--help`` and completion without loading a command."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+from rich.text import Text
+
+
+def out_console() -> Console:
+    # Off a terminal (CI logs, pipes) rich would wrap tables at 80 columns.
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+
+
+def err_console() -> Console:
+    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+
+
+def print_line(console: Console, text: str, style: str = "") -> None:
+    """One line as is: no rich markup, never wrapped, so paths and values stay whole."""
+    console.print(Text(text, style=style), soft_wrap=True)
