@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ import yaml
 from dbrig import store
 from dbrig.cli import main
 from dbrig.ownership import MARKER
+from tests.helpers.wait import wait_for
 
 LEAK_TAG = "DBRIG_INTEGRATION_TEST"
 DBRIG = Path(sys.executable).with_name("dbrig")
@@ -269,3 +271,52 @@ def assert_complete_trial(folder: Path, factor: str) -> None:
     for samples in ("cpu.csv", "status.csv"):
         frame = pd.read_csv(folder / samples)
         assert "measure" in set(frame["phase"]), f"{samples} has no measured rows"
+
+
+# -- SIGKILL of dbrig mid-trial -----------------------------------------------------------------
+
+
+def sysbench_running_in_a_partial_trial(out: Path) -> list[Path]:
+    outputs = out.glob("*/trials/.c*.partial/workload.out")
+    return [p for p in outputs if "Threads started!" in p.read_text(errors="replace")]
+
+
+def wait_for_nothing_left(tmp_path: Path, timeout: float) -> list[str]:
+    """[] once no process of the test is left; else kills and names what was left."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not processes_of(tmp_path):
+            return []
+        time.sleep(0.2)
+    return kill_leftovers(tmp_path)
+
+
+def sigkill_dbrig_mid_trial(
+    args: list[str | Path],
+    tmp_path: Path,
+    *,
+    what: str = "sysbench running",
+    ready: Callable[[], object] | None = None,
+) -> list[str]:
+    """Start ``dbrig ARGS`` in its own session, SIGKILL it once ``ready()`` (default:
+    sysbench running in a trial under ``tmp_path/runs``), and return what was still
+    running 30 s later (killed then): dbrig's children must die with it."""
+    out = tmp_path / "runs"
+    probe = ready or (lambda: sysbench_running_in_a_partial_trial(out))
+    child = subprocess.Popen(
+        [str(DBRIG), *map(str, args)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for(what, probe, timeout=90, child=child)
+        child.kill()
+        child.wait()
+        # The children get SIGTERM from the kernel; mariadbd shuts down cleanly.
+        return wait_for_nothing_left(tmp_path, timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()

@@ -18,6 +18,8 @@ from tests.integration.helpers import (
     kill_leftovers,
     read_json,
     run_dbrig,
+    sigkill_dbrig_mid_trial,
+    sysbench_running_in_a_partial_trial,
     tiny_scenario,
     trial_dirs,
     write_scenario,
@@ -30,11 +32,6 @@ FOUR_TRIALS = tiny_scenario(matrix={FACTOR: THREADS}, repeat=2)
 
 def finished_trials(out: Path) -> list[Path]:
     return sorted(out.glob("*/trials/c[0-9][0-9][0-9]-r[0-9]*/trial.json"))
-
-
-def sysbench_running_in_a_partial_trial(out: Path) -> list[Path]:
-    outputs = out.glob("*/trials/.c*.partial/workload.out")
-    return [p for p in outputs if "Threads started!" in p.read_text(errors="replace")]
 
 
 def interrupt(child: subprocess.Popen, how: str) -> None:
@@ -116,43 +113,13 @@ def test_a_sigkilled_dbrig_leaves_no_server_sysbench_or_stress_ng(tmp_path: Path
     )
     path = write_scenario(tmp_path / "long.yaml", scenario)
     out = tmp_path / "runs"
-    child = subprocess.Popen(
-        [str(DBRIG), "run", str(path), "--out", str(out)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
+    leftovers = sigkill_dbrig_mid_trial(
+        ["run", path, "--out", out],
+        tmp_path,
+        what="sysbench under stress-ng",
+        ready=lambda: (
+            sysbench_running_in_a_partial_trial(out)
+            and list(out.glob("*/trials/.c*.partial/stress-ng.err"))
+        ),
     )
-    try:
-        wait_for(
-            "sysbench under stress-ng",
-            lambda: (
-                sysbench_running_in_a_partial_trial(out)
-                and list(out.glob("*/trials/.c*.partial/stress-ng.err"))
-            ),
-            timeout=90,
-            child=child,
-        )
-        child.kill()
-        child.wait()
-        # The children get SIGTERM from the kernel; mariadbd shuts down cleanly.
-        leftovers = wait_for_nothing_left(tmp_path, timeout=30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
     assert leftovers == [], f"left running after SIGKILL: {leftovers}"
-
-
-def wait_for_nothing_left(tmp_path: Path, timeout: float) -> list[str]:
-    import time
-
-    from tests.integration.helpers import processes_of
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        alive = processes_of(tmp_path)
-        if not alive:
-            return []
-        time.sleep(0.2)
-    return kill_leftovers(tmp_path)

@@ -24,12 +24,10 @@ from tests.integration.helpers import (
     only_run_dir,
     read_json,
     run_dbrig,
+    sigkill_dbrig_mid_trial,
+    sysbench_running_in_a_partial_trial,
     tiny_scenario,
     write_scenario,
-)
-from tests.integration.test_interrupt import (
-    sysbench_running_in_a_partial_trial,
-    wait_for_nothing_left,
 )
 
 
@@ -61,27 +59,7 @@ def test_the_socket_folder_of_a_sigkilled_dbrig_is_removed_by_the_resume(
     )
     path = write_scenario(tmp_path / "long.yaml", scenario)
     out = tmp_path / "runs"
-    child = subprocess.Popen(
-        [str(DBRIG), "run", str(path), "--out", str(out)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        wait_for(
-            "sysbench running",
-            lambda: sysbench_running_in_a_partial_trial(out),
-            timeout=90,
-            child=child,
-        )
-        child.kill()
-        child.wait()
-        assert wait_for_nothing_left(tmp_path, timeout=30) == []
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+    assert sigkill_dbrig_mid_trial(["run", path, "--out", out], tmp_path) == []
     assert list(short_tmp.glob("dbrig-*")), "the socket folder is expected after SIGKILL"
     resumed = run_dbrig("run", "--resume", only_run_dir(out), "--no-report", timeout=180)
     assert resumed.code == 0, resumed.err

@@ -5,24 +5,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from dbrig.server import workspace as ws
-from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
-    DBRIG,
     only_run_dir,
     run_main,
+    sigkill_dbrig_mid_trial,
     tiny_scenario,
     write_scenario,
-)
-from tests.integration.test_interrupt import (
-    sysbench_running_in_a_partial_trial,
-    wait_for_nothing_left,
 )
 
 pytestmark = pytest.mark.integration
@@ -59,27 +53,12 @@ def test_a_workspace_left_by_a_sigkilled_dbrig_is_cleaned_by_the_next_run(
     sysbench = {**tiny_scenario()["workload"]["sysbench"], "time": 20}
     path = write_scenario(tmp_path / "long.yaml", in_workspace(workload={"sysbench": sysbench}))
     out = tmp_path / "runs"
-    child = subprocess.Popen(
-        [str(DBRIG), "run", str(path), "--out", str(out), "--no-report"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
+    leftovers = sigkill_dbrig_mid_trial(
+        ["run", path, "--out", out, "--no-report"],
+        tmp_path,
+        what="sysbench running on the workspace",
     )
-    try:
-        wait_for(
-            "sysbench running on the workspace",
-            lambda: sysbench_running_in_a_partial_trial(out),
-            timeout=90,
-            child=child,
-        )
-        child.kill()
-        child.wait()
-        assert wait_for_nothing_left(tmp_path, timeout=30) == []
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+    assert leftovers == []
     run = only_run_dir(out)
     assert ws.is_mounted(run / "workspace")  # SIGKILL left it: nothing could unmount it
 
