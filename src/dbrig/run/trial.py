@@ -188,7 +188,8 @@ class TrialExecutor:
         self.record.timings["workload_s"] = finished.wall_s
         self.record.metrics["client_user_cpu_s"] = finished.user_cpu_s
         self.record.metrics["client_sys_cpu_s"] = finished.sys_cpu_s
-        outcome = self.workload.analyse(out.read_text(errors="replace"), finished.returncode)
+        output = out.read_text(errors="replace")
+        outcome = self.workload.analyse(output, finished.returncode)
         self._save_outcome(outcome, warmup)
         ran_well = not (abort or finished.timed_out or finished.reaped_elsewhere or outcome.reason)
         checks_failed = self._after_run_checks() if ran_well else None
@@ -203,8 +204,7 @@ class TrialExecutor:
         elif checks_failed:
             self.record.fail(checks_failed)
         if self.record.status != "ok":
-            lines = out.read_text(errors="replace").splitlines()
-            self.record.output_tail = lines[-OUTPUT_TAIL_LINES:]
+            self.record.output_tail = output.splitlines()[-OUTPUT_TAIL_LINES:]
 
     def _following(
         self, out: Path, warmup: int
