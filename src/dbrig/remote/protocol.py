@@ -132,8 +132,8 @@ def decode_response(line: bytes | str) -> Any:
 
 
 def error_class(kind: str) -> type[DbrigError]:
-    """The :mod:`dbrig.errors` class named ``kind``; ServerError for any other name."""
-    found = getattr(errors, kind, None)
+    """The :mod:`dbrig.errors` class named ``kind`` (or ProtocolError); else ServerError."""
+    found = ProtocolError if kind == ProtocolError.__name__ else getattr(errors, kind, None)
     if isinstance(found, type) and issubclass(found, DbrigError):
         return found
     return ServerError
