@@ -87,7 +87,7 @@ def test_the_agent_prepares_restores_runs_and_survives_a_lost_connection(tmp_pat
         wait_for("the server to stop", lambda: not _server_pids(tmp_path), timeout=60)
         wait_for("the agent to exit", lambda: agent._child.poll() is not None, timeout=30)
         reason = handle.died()
-        assert reason is not None and "the agent was lost" in reason, reason
+        assert reason is not None and "the connection to its agent was lost" in reason, reason
         assert handle.finish_trial() == {}
 
         # The trial after it: a new agent, the snapshot still there (no prepare again).

@@ -65,6 +65,7 @@ class Agent:
 
     def ops(self) -> dict[str, Callable[..., Any]]:
         return {
+            "ping": self.ping,
             "open": self.open,
             "has_data_set": lambda digest: self._handle().has_data_set(digest),
             "load_base": lambda database: self._handle().load_base(database),
@@ -95,6 +96,10 @@ class Agent:
             # The op's name only: a request's arguments may hold the account's password.
             log.info("%s failed: %s", op, protocol.one_line(str(exc)), exc_info=_is_bug(exc))
             return protocol.encode_error(exc)
+
+    def ping(self) -> dict[str, Any]:
+        """Who answers: this host and the agent's process group (for a kill over ssh)."""
+        return {"host": socket.gethostname(), "pid": os.getpid(), "pgid": os.getpgid(0)}
 
     # -- the server ----------------------------------------------------------------------
 

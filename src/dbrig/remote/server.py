@@ -113,7 +113,9 @@ class AgentConnection:
     def _lose(self, doing: str, why: str = "") -> Any:
         """Record the lost connection (stopping the local end) and raise it."""
         why = why or self._stderr_tail() or "the agent exited"
-        self.lost = protocol.one_line(f"{self.where}: the agent was lost ({doing}): {why}")
+        self.lost = protocol.one_line(
+            f"{self.where}: the connection to its agent was lost (during {doing}): {why}"
+        )
         self._child.stop(grace_s=5)
         raise AgentLost(self.lost)
 
@@ -285,7 +287,7 @@ class RemoteServerHandle:
         try:
             return self.call("died")
         except AgentLost as exc:
-            return f"server '{self.name}': {exc.message}"
+            return exc.message
 
     def connect(self) -> pymysql.Connection:
         return pymysql.connect(

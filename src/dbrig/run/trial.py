@@ -317,9 +317,9 @@ class TrialExecutor:
                     self.folder, timing=timing, fetch=lambda: _global_status(status_conn)
                 )
             )
-        for sampler in samplers:
-            sampler.start()
         try:
+            for sampler in samplers:  # a remote one may fail to start: stop those that did
+                sampler.start()
             yield samplers
         finally:
             for sampler in samplers:
