@@ -14,7 +14,8 @@ import psutil
 import pytest
 
 from dbrig import proc
-from dbrig.remote.server import LOCAL_AGENT_ENV, RemoteServerHandle
+from dbrig.errors import ServerError
+from dbrig.remote.server import LOCAL_AGENT_ENV, AgentConnection, RemoteServerHandle
 from dbrig.run.datasets import client_endpoint, data_set_id, ready_for_trial
 from dbrig.scenario.load import plan_from_dict
 from dbrig.tools.registry import workload_for
@@ -149,3 +150,14 @@ def test_a_run_through_a_local_agent_has_the_columns_of_a_local_run(
     assert (run / "servers" / "default" / "remote" / "mysqld.err").is_file()
     assert read_json(run / "run.json")["servers"]["default"]["kind"] == "managed"
     assert _server_pids(tmp_path) == []
+
+
+def test_an_agent_that_cannot_start_there_is_one_line_naming_the_host(tmp_path: Path) -> None:
+    # The prefix runs a python without dbrig: what a host where dbrig is not installed gives.
+    prefix = ["env", "-i", "PATH=/usr/bin:/bin"]
+    with pytest.raises(ServerError) as raised:
+        AgentConnection(prefix, "server 'db' on db1", tmp_path / "agent.log", "/usr/bin/python3")
+    message = str(raised.value)
+    assert message.startswith("server 'db' on db1: the agent did not start: ")
+    assert "No module named" in message and "\n" not in message
+    assert "is dbrig" in message

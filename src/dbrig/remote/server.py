@@ -73,9 +73,15 @@ class AgentConnection:
         self._child = proc.spawn_piped(agent_argv(prefix, python), stderr=stderr_log)
         self._reader = threading.Thread(target=self._read, name="dbrig-agent-reader", daemon=True)
         self._reader.start()
-        hello = self._next_line(HELLO_TIMEOUT_S, "starting")
         try:
+            hello = self._next_line(HELLO_TIMEOUT_S, "its start")
             self.hello = protocol.decode_hello(hello, dbrig.__version__, where)
+        except AgentLost:
+            self.close()
+            raise ServerError(
+                f"{where}: the agent did not start: {self._stderr_tail() or 'no error output'}",
+                hint=f"is dbrig {dbrig.__version__} installed for {python} there?",
+            ) from None
         except DbrigError:
             self.close()
             raise
@@ -326,7 +332,12 @@ class RemoteServerHandle:
         return RemoteSampling(self, timing, devices)
 
     def close(self, keep_data: bool) -> None:
-        """Fetch the server's logs into ``home/remote/``, then stop everything there."""
+        """Fetch the server's logs into ``home/remote/``, then stop everything there (a lost
+        agent is replaced for that, so its folder does not stay behind)."""
+        if self._agent is not None and self._lost():
+            self._drop_agent()
+            with contextlib.suppress(ServerError):
+                self._connect_agent()
         if self._agent is not None and not self._lost():
             with contextlib.suppress(ServerError):
                 self._save_logs(self.call("logs"))
