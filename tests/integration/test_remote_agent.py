@@ -7,6 +7,10 @@ Real MariaDB, real sysbench over TCP as the benchmark account; 1 table x 1000 ro
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -15,15 +19,22 @@ import pytest
 
 from dbrig import proc
 from dbrig.errors import ServerError
-from dbrig.remote.server import LOCAL_AGENT_ENV, AgentConnection, RemoteServerHandle
+from dbrig.remote.server import (
+    AGENT_MODULE,
+    LOCAL_AGENT_ENV,
+    AgentConnection,
+    RemoteServerHandle,
+)
 from dbrig.run.datasets import client_endpoint, data_set_id, ready_for_trial
 from dbrig.scenario.load import plan_from_dict
 from dbrig.tools.registry import workload_for
 from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
+    DBRIG,
+    LEAK_TAG,
+    TINY_SCENARIO,
     only_run_dir,
     read_json,
-    run_main,
     tiny_scenario,
     write_scenario,
 )
@@ -129,27 +140,67 @@ SAMPLED_COLUMNS = (
 )
 
 
-def test_a_run_through_a_local_agent_has_the_columns_of_a_local_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def _agents_of(tmp_path: Path) -> list[psutil.Process]:
+    """This test's running agents (they inherit the test's tag)."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "environ"]):
+        with contextlib.suppress(psutil.Error):
+            environ = process.info["environ"] or {}
+            cmdline = " ".join(process.info["cmdline"] or [])
+            if AGENT_MODULE in cmdline and environ.get(LEAK_TAG) == str(tmp_path):
+                found.append(process)
+    return found
+
+
+def _measured_trial_running(out: Path) -> bool:
+    outputs = out.glob("*/trials/.c*.partial/workload.out")
+    return any("Threads started!" in p.read_text(errors="replace") for p in outputs)
+
+
+def test_a_run_through_the_agent_has_a_local_runs_columns_and_outlives_a_lost_agent(
+    tmp_path: Path,
 ) -> None:
-    scenario = write_scenario(tmp_path / "s.yaml", tiny_scenario())
-    monkeypatch.setenv(LOCAL_AGENT_ENV, "1")
-    result = run_main(["run", str(scenario), "--out", str(tmp_path / "runs")], capsys)
-    assert result.code == 0, result.err
-    run = only_run_dir(tmp_path / "runs")
-    results = pd.read_csv(run / "results.csv")
-    assert (results["status"] == "ok").all(), results[["trial", "reason"]]
+    sysbench = {**TINY_SCENARIO["workload"]["sysbench"], "time": 4}
+    scenario = tiny_scenario(workload={"sysbench": sysbench}, repeat=2, order="sequential")
+    path = write_scenario(tmp_path / "s.yaml", scenario)
+    out = tmp_path / "runs"
+    child = subprocess.Popen(
+        [str(DBRIG), "run", str(path), "--out", str(out), "--no-report"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, LOCAL_AGENT_ENV: "1"},
+    )
+    try:
+        wait_for("the first trial", lambda: _measured_trial_running(out), timeout=90, child=child)
+        time.sleep(1)
+        agents = _agents_of(tmp_path)
+        assert len(agents) == 1, agents
+        agents[0].kill()  # the harshest loss: no EOF, no signal handler
+        _, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    assert child.returncode == 1, err  # one trial failed, the run went on
+    run = only_run_dir(out)
+    results = pd.read_csv(run / "results.csv").sort_values("trial")
+    first, second = results.iloc[0], results.iloc[1]
+    assert first["status"] == "failed"
+    assert "the connection to its agent was lost" in first["reason"], first["reason"]
+    assert second["status"] == "ok", second["reason"]
     missing = [c for c in SAMPLED_COLUMNS if c not in results.columns]
     assert not missing, f"columns a local run has and a run through the agent lacks: {missing}"
-    assert results[list(SAMPLED_COLUMNS)].notna().all().all()
-    assert (results["tps"] > 0).all()
-    trial = next((run / "trials").iterdir())
-    procs = pd.read_csv(trial / "procs.csv")
-    assert {"server", "workload"} <= set(procs["role"])
+    assert second[list(SAMPLED_COLUMNS)].notna().all()
+    assert second["tps"] > 0
+    trial = run / "trials" / second["trial"]
+    assert {"server", "workload"} <= set(pd.read_csv(trial / "procs.csv")["role"])
     assert (trial / "client" / "cpu.csv").is_file(), "the client host's own figures are kept"
     assert (run / "servers" / "default" / "remote" / "mysqld.err").is_file()
     assert read_json(run / "run.json")["servers"]["default"]["kind"] == "managed"
-    assert _server_pids(tmp_path) == []
+    assert _server_pids(tmp_path) == [] and _agents_of(tmp_path) == []
 
 
 def test_an_agent_that_cannot_start_there_is_one_line_naming_the_host(tmp_path: Path) -> None:

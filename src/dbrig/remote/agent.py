@@ -48,6 +48,7 @@ from dbrig.server.sandbox import free_port, port_is_free
 log = logging.getLogger("dbrig.remote.agent")
 
 LOCK_WAIT_S = 60.0  # an agent whose connection just dropped may still be stopping its server
+OLD_SERVER_WAIT_S = 150.0  # a clean InnoDB shutdown of a server whose agent was killed
 LOG_FILES = ("mysqld.err", "my.cnf", "initialize.log", "mysqld.stdout")
 LOG_LIMIT = 4 * 2**20  # bytes of each log sent back: the end of it
 
@@ -120,6 +121,7 @@ class Agent:
         if not ownership.is_owned(where):
             ownership.mark_owned(where, role="remote-server")  # refuses a folder not empty
         self._take_lock(where, name)
+        _wait_for_old_server(where / "mysqld.pid", name)
         managed = ManagedServer(**spec)
         port = managed.port or _free_port_on(bind_address)
         managed = managed.model_copy(update={"port": port})
@@ -257,6 +259,30 @@ class Agent:
         self._handle()
         assert self.home is not None
         return self.home
+
+
+def _wait_for_old_server(pid_file: Path, name: str) -> None:
+    """A server of an agent that was killed (SIGKILL leaves it no time to stop it) shuts
+    down on its own (parent-death signal); its datadir must not be restored meanwhile."""
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return
+    deadline = time.monotonic() + OLD_SERVER_WAIT_S
+    while _is_server(pid):
+        if time.monotonic() >= deadline:
+            raise ServerError(
+                f"server '{name}': the server a previous agent started (pid {pid}) "
+                f"is still running after {OLD_SERVER_WAIT_S:.0f} s"
+            )
+        time.sleep(0.2)
+
+
+def _is_server(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() in ("mariadbd", "mysqld")
+    except OSError:
+        return False
 
 
 def _is_bug(exc: Exception) -> bool:
