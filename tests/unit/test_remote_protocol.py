@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 import dbrig
-from dbrig.errors import ConfigError, ServerError, ToolMissing
+from dbrig.errors import ConfigError, ServerError, ServerInitError, ToolMissing
 from dbrig.remote import protocol
 from dbrig.remote.agent import Agent, serve
 from dbrig.remote.samples import merge_remote_samples
-from dbrig.remote.server import AGENT_MODULE, agent_argv
+from dbrig.remote.server import AGENT_MODULE, agent_argv, located
 from dbrig.sampling import summarize_cell
 
 
@@ -152,3 +152,13 @@ def test_remote_samples_read_like_a_local_trials(tmp_path: Path) -> None:
         "client-host",
     ]
     assert json.dumps(summary)
+
+
+def test_a_remote_error_names_the_host_and_keeps_its_class() -> None:
+    where = "server 'db' on db1"
+    init = located(ServerInitError("server 'db': initialising failed", hint="h"), "db", where)
+    assert isinstance(init, ServerInitError) and init.hint == "h"
+    assert init.message == "server 'db' on db1: initialising failed"
+    missing = located(ToolMissing("mariadbd or mysqld not found"), "db", where)
+    assert missing.message == "server 'db' on db1: mariadbd or mysqld not found"
+    assert located(ServerError(f"{where}: lost"), "db", where).message == f"{where}: lost"

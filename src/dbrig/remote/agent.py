@@ -77,7 +77,7 @@ class Agent:
             "start": self.start,
             "effective": lambda spec: self._handle().effective(ManagedServer(**spec)),
             "finish_trial": lambda: self._handle().finish_trial(),
-            "died": lambda: self._handle().died(),
+            "died": self.died,
             "sampling_start": self.sampling_start,
             "sampling_stop": self.sampling_stop,
             "logs": self.logs,
@@ -150,6 +150,14 @@ class Agent:
                         f"after {LOCK_WAIT_S:.0f} s"
                     ) from None
                 time.sleep(0.2)
+
+    def died(self) -> str | None:
+        """Why the trial must stop: the server died, or this host's sampler failed (the
+        trial polls this, so a remote sampler fails it as a local one would)."""
+        reason = self._handle().died()
+        if reason is None and self.sampler is not None:
+            reason = self.sampler.error
+        return reason
 
     def start_for_prepare(self, database: str) -> None:
         self._handle().start_for_prepare(database)

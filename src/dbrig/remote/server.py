@@ -26,7 +26,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pymysql
 
@@ -116,7 +116,7 @@ class AgentConnection:
             self._lose(doing)
         return line
 
-    def _lose(self, doing: str, why: str = "") -> Any:
+    def _lose(self, doing: str, why: str = "") -> NoReturn:
         """Record the lost connection (stopping the local end) and raise it."""
         why = why or self._stderr_tail() or "the agent exited"
         self.lost = protocol.one_line(
@@ -141,6 +141,10 @@ class AgentConnection:
         if self._child.wait(STOP_AGENT_GRACE_S) is None:
             self._child.stop(grace_s=5)
         self._child.stop(grace_s=0)  # its process group: nothing it started stays behind
+        self._reader.join(5)  # the pipe ended with the agent
+        with contextlib.suppress(OSError):
+            if self._child.popen.stdout is not None and not self._reader.is_alive():
+                self._child.popen.stdout.close()
         self.lost = self.lost or f"{self.where}: the agent was closed"
 
     @property
@@ -221,10 +225,17 @@ class RemoteServerHandle:
     # -- the agent -------------------------------------------------------------------------
 
     def call(self, op: str, timeout_s: float = QUICK_TIMEOUT_S, **args: Any) -> Any:
+        """One request to the agent (started now if there is none); a remote error is
+        raised as its own class, its message naming the host."""
         if self._agent is None:
             self._connect_agent()
         assert self._agent is not None
-        return self._agent.call(op, timeout_s, **args)
+        try:
+            return self._agent.call(op, timeout_s, **args)
+        except AgentLost:
+            raise
+        except DbrigError as exc:
+            raise located(exc, self.name, self.where) from None
 
     def _connect_agent(self) -> None:
         self._connections += 1
@@ -370,6 +381,18 @@ class RemoteServerHandle:
             self._secrets = Path(tempfile.mkdtemp(prefix="dbrig-secrets-"))
             os.chmod(self._secrets, 0o700)
         return self._secrets
+
+
+def located(exc: DbrigError, name: str, where: str) -> DbrigError:
+    """``exc`` again, its message saying on which host: "server 'db'" becomes ``where``."""
+    own = f"server '{name}'"
+    if exc.message.startswith(where):
+        message = exc.message
+    elif exc.message.startswith(own):
+        message = where + exc.message[len(own) :]
+    else:
+        message = f"{where}: {exc.message}"
+    return type(exc)(message, hint=exc.hint)
 
 
 def _loopback(address: str) -> bool:
