@@ -256,6 +256,35 @@ def spawn(
         return _spawn_into(argv, out, err, env=env, cwd=cwd)
 
 
+def spawn_piped(
+    argv: Sequence[str], *, stderr: Path, env: Mapping[str, str] | None = None
+) -> Child:
+    """Start ``argv`` like :func:`spawn`, but with pipes to its stdin and stdout
+    (``child.popen.stdin``, ``child.popen.stdout``, binary): a process dbrig talks to
+    line by line, such as the remote agent. Its stderr goes to the file ``stderr``."""
+    argv = [str(a) for a in argv]
+    _require_found(argv[0])
+    with open(stderr, "ab") as err:
+        prefix = _die_with_parent_argv()
+        log.info("start: %s", " ".join(redact(argv)))
+        held = _HeldSignals()
+        child: Child | None = None
+        try:
+            child = _start_held(
+                prefix,
+                argv,
+                subprocess.PIPE,
+                err,
+                child_environment(env),
+                None,
+                held,
+                stdin=subprocess.PIPE,
+            )
+        finally:
+            held.deliver()
+    return child
+
+
 def _require_found(name: str) -> None:
     if shutil.which(name) is None:
         raise ToolMissing(f"{name} not found")
@@ -299,13 +328,14 @@ def _start_held(
     env: Mapping[str, str] | None,
     cwd: Path | None,
     held: _HeldSignals,
+    stdin: Any = subprocess.DEVNULL,
 ) -> Child:
     """Popen and register the child with Ctrl-C and SIGTERM held (see _interrupts_held)."""
     with _interrupts_held(held):
         try:
             popen = subprocess.Popen(
                 [*prefix, *argv],
-                stdin=subprocess.DEVNULL,
+                stdin=stdin,
                 stdout=out,
                 stderr=err,
                 env=env,

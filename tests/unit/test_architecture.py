@@ -30,13 +30,24 @@ ALLOWED: dict[str, set[str]] = {
     "host": {"errors", "proc", "util"},
     "scenario": {"errors", "factors", "host", "tools", "util"},
     "server": {"errors", "endpoint", "ownership", "proc", "host", "scenario", "util"},
+    "remote": {
+        "errors",
+        "endpoint",
+        "ownership",
+        "proc",
+        "host",
+        "sampling",
+        "scenario",
+        "server",
+        "util",
+    },
     "store": {"errors", "ownership", "factors", "metrics", "util"},
     "analysis": {"errors", "factors", "metrics", "util"},
     "report": {"errors", "store", "analysis", "factors", "metrics", "tools", "util"},
     "run": LEAVES
-    | {"proc", "host", "sampling", "scenario", "server", "store", "tools", "analysis"},
+    | {"proc", "host", "sampling", "scenario", "server", "remote", "store", "tools", "analysis"},
     "commands": LEAVES
-    | {"proc", "host", "sampling", "scenario", "server", "store", "tools", "analysis"}
+    | {"proc", "host", "sampling", "scenario", "server", "remote", "store", "tools", "analysis"}
     | {"report", "run"},
     "cli": {"errors", "proc", "commands"},
 }

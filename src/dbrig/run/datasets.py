@@ -20,12 +20,14 @@ from pathlib import Path
 from dbrig import proc
 from dbrig.endpoint import Endpoint
 from dbrig.errors import ToolError
+from dbrig.remote.server import RemoteServerHandle
 from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import ExternalServer, ManagedServer
 from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle, ServerHandle
 from dbrig.tools.base import WorkloadTool
 
-AnyHandle = ServerHandle | WorkDirHandle
+AnyHandle = ServerHandle | WorkDirHandle | RemoteServerHandle
+ManagedHandle = ManagedServerHandle | RemoteServerHandle  # restored from snapshots
 
 PREPARE_TIMEOUT_S = 3600
 NO_SERVER = "none"  # the handle's name when the workload needs no server
@@ -39,7 +41,7 @@ def data_set_id(workload: WorkloadTool) -> tuple[tuple, str]:
 
 def client_endpoint(server: AnyHandle, workload: WorkloadTool) -> Endpoint:
     """Where ``workload`` connects, its password (if any) in its own 0600 option file."""
-    if isinstance(server, ExternalServerHandle):
+    if isinstance(server, ExternalServerHandle | RemoteServerHandle):
         options = workload.client_options(server.credentials())
         return server.endpoint(workload.database, options, f"{workload.info.name}.cnf")
     return server.endpoint(workload.database)
@@ -92,7 +94,7 @@ def ready_for_trial(
         timings = _ready_workdir(server, workload, binary, clock)
         before_start()
         return timings
-    if isinstance(server, ManagedServerHandle):
+    if isinstance(server, ManagedServerHandle | RemoteServerHandle):
         assert isinstance(spec, ManagedServer)
         return _ready_managed(server, workload, spec, binary, before_start)
     assert isinstance(spec, ExternalServer)
@@ -101,7 +103,7 @@ def ready_for_trial(
 
 
 def _ready_managed(
-    server: ManagedServerHandle,
+    server: ManagedHandle,
     workload: WorkloadTool,
     spec: ManagedServer,
     binary: Path,
@@ -116,10 +118,10 @@ def _ready_managed(
 
 
 def _prepare_managed(
-    server: ManagedServerHandle, workload: WorkloadTool, binary: Path, key: tuple, digest: str
+    server: ManagedHandle, workload: WorkloadTool, binary: Path, key: tuple, digest: str
 ) -> None:
     server.load_base(workload.database)
-    steps = prepare_steps(workload, server.spec, server.endpoint(workload.database), binary)
+    steps = prepare_steps(workload, server.spec, client_endpoint(server, workload), binary)
     if steps:
         server.start_for_prepare(workload.database)
         try:

@@ -30,6 +30,7 @@ from dbrig.errors import DbrigError, Interrupted
 from dbrig.host import probe
 from dbrig.host import settings as host_settings
 from dbrig.metrics import progress_line
+from dbrig.remote.server import RemoteServerHandle, agent_target
 from dbrig.run.commands import DEFAULT_EVENTS_TIMEOUT_S
 from dbrig.run.datasets import NO_SERVER, AnyHandle
 from dbrig.run.preflight import Toolbox, datadir_device
@@ -101,6 +102,16 @@ class Runner:
             home = self.run.path / "servers" / name
             if isinstance(spec, ExternalServer):
                 self.servers[name] = ExternalServerHandle(name, spec, home)
+            elif target := agent_target(name, spec, self.run.path):
+                self.servers[name] = RemoteServerHandle(
+                    name,
+                    spec,
+                    home,
+                    prefix=target.prefix,
+                    address=target.address,
+                    remote_home=target.remote_home,
+                    where=target.where,
+                )
             else:
                 binary = self.tools.servers[name]
                 cache, data_home = self.snapshot_cache, None

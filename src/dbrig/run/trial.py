@@ -23,6 +23,8 @@ import pymysql
 from dbrig import proc, sampling, store
 from dbrig.errors import DbrigError, DiskFull, ServerInitError
 from dbrig.host.settings import SystemState
+from dbrig.remote.samples import CLIENT_FOLDER, merge_remote_samples
+from dbrig.remote.server import RemoteServerHandle
 from dbrig.run.commands import (
     DEFAULT_EVENTS_TIMEOUT_S,
     InterferenceCommand,
@@ -296,13 +298,16 @@ class TrialExecutor:
             warmup_s=warmup,
         )
         roles = self._process_roles
+        remote = None
+        if isinstance(self.server, RemoteServerHandle):  # its host sampled by its agent
+            remote = self.server.sampling(timing, cfg.devices)
         host = sampling.HostSampler(
-            self.folder,
+            self.folder / CLIENT_FOLDER if remote else self.folder,
             timing=timing,
             processes=roles,
             devices=cfg.devices or self.context.devices,
         )
-        samplers: list = [host]
+        samplers: list = [host, remote] if remote else [host]
         conn = None
         if not isinstance(self.server, WorkDirHandle):  # no server, no SHOW GLOBAL STATUS
             conn = self.server.connect()
@@ -312,9 +317,9 @@ class TrialExecutor:
                     self.folder, timing=timing, fetch=lambda: _global_status(status_conn)
                 )
             )
-        for sampler in samplers:
-            sampler.start()
         try:
+            for sampler in samplers:  # a remote one may fail to start: stop those that did
+                sampler.start()
             yield samplers
         finally:
             for sampler in samplers:
@@ -325,6 +330,8 @@ class TrialExecutor:
         for sampler in samplers:
             if sampler.failure is not None and is_disk_full(sampler.failure):
                 raise disk_full(self.folder) from sampler.failure
+        if remote is not None:
+            merge_remote_samples(self.folder, remote.files)
         self.record.metrics.update(sampling.summarize_cell(self.folder, pinned_cores=pinned_cores))
 
     def _process_roles(self) -> dict[str, list[int]]:

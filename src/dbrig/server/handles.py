@@ -100,9 +100,11 @@ class ManagedServerHandle:
         home: Path,
         cache: SnapshotCache | None = None,
         data_home: Path | None = None,
+        bind_address: str = "127.0.0.1",
     ) -> None:
         """``data_home`` (default ``home``) holds the datadir and snapshots: a clone
-        workspace's filesystem when there is one; logs and my.cnf stay in ``home``."""
+        workspace's filesystem when there is one; logs and my.cnf stay in ``home``.
+        ``bind_address``: where the server listens for TCP clients."""
         data_home = data_home or home
         self.name = name
         self.binary = binary
@@ -116,6 +118,7 @@ class ManagedServerHandle:
             port=spec.port,
             startup_timeout_s=spec.startup_timeout,
             datadir=data_home / "datadir",
+            bind_address=bind_address,
         )
         self.home = home
         self.snapshots = data_home / "snapshots"

@@ -61,10 +61,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def port_is_free(port: int) -> bool:
+def port_is_free(port: int, address: str = "127.0.0.1") -> bool:
+    """Nothing listens on ``port``. Connections of a stopped server in TIME_WAIT do not
+    count: the server binds with SO_REUSEADDR too, so they do not stop it from starting."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((address, port))
         except OSError:
             return False
     return True
@@ -132,8 +135,12 @@ class Sandbox:
         port: int | None = None,
         startup_timeout_s: float = 120.0,
         datadir: Path | None = None,
+        bind_address: str = "127.0.0.1",
     ) -> None:
+        """``bind_address`` is where the server listens for TCP clients: 127.0.0.1, or
+        0.0.0.0 when the clients run on another host (a server driven by the agent)."""
         self.name = name
+        self.bind_address = bind_address
         self.binary = binary
         self.home = home
         self.datadir = datadir or home / "datadir"
@@ -234,8 +241,10 @@ class Sandbox:
     def _choose_port(self) -> int:
         if self.fixed_port is None:
             return free_port()
-        if not port_is_free(self.fixed_port):
-            raise ConfigError(f"server '{self.name}': port {self.fixed_port} on 127.0.0.1 is taken")
+        if not port_is_free(self.fixed_port, self.bind_address):
+            raise ConfigError(
+                f"server '{self.name}': port {self.fixed_port} on {self.bind_address} is taken"
+            )
         return self.fixed_port
 
     def _base_settings(self) -> dict[str, Any]:
@@ -243,7 +252,7 @@ class Sandbox:
             "datadir": str(self.datadir),
             "socket": str(self.socket_path),
             "port": self.port,
-            "bind-address": "127.0.0.1",
+            "bind-address": self.bind_address,
             "pid-file": str(self.home / "mysqld.pid"),
             "log-error": str(self.error_log),
         }

@@ -1,0 +1,1 @@
+"""Driving servers and clients on other hosts."""

@@ -1,0 +1,429 @@
+"""A managed server on another host, driven through the agent (:mod:`dbrig.remote.agent`).
+
+:class:`RemoteServerHandle` has the face of
+:class:`dbrig.server.handles.ManagedServerHandle` (the runner and
+:mod:`dbrig.run.datasets` treat both alike) and forwards each step to an agent
+started through a *command prefix*: ``[]`` runs the agent here as a plain child
+(the tests), an ssh prefix such as ``["ssh", "-o", "ControlPath=...", "db1", "--"]``
+runs it on db1. Clients (the workload, prepare, SHOW GLOBAL STATUS) connect over
+TCP to ``address`` and the server's port, as a benchmark account whose password
+dbrig makes for the run and sends on the agent's stdin.
+
+A lost connection (the agent's stdout ends, or a request gets no answer in time)
+fails the request under way with the cause; ``died()`` then reports it, so the
+trial fails with it, and the next trial starts a new agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import secrets
+import shutil
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pymysql
+
+import dbrig
+from dbrig import proc
+from dbrig.endpoint import Credentials, Endpoint
+from dbrig.errors import DbrigError, ServerError
+from dbrig.remote import protocol
+from dbrig.sampling import SampleTiming
+from dbrig.scenario import ExternalServer, ManagedServer
+from dbrig.server.external import write_secret
+
+AGENT_MODULE = "dbrig.remote.agent"
+BENCHMARK_USER = "dbrig"
+HELLO_TIMEOUT_S = 60.0
+QUICK_TIMEOUT_S = 60.0  # a request that does no real work (died, sampling)
+WORK_TIMEOUT_S = 6 * 3600.0  # init, restore, snapshot: as long as the data is big
+STOP_AGENT_GRACE_S = 150.0  # its server's clean shutdown first (Sandbox.stop waits 120 s)
+_STDERR_TAIL = 3
+
+
+def agent_argv(prefix: list[str], python: str = "python3") -> list[str]:
+    """The agent's command: through ``prefix`` on another host; without one, this very
+    interpreter (so a test runs the dbrig it is testing)."""
+    if not prefix:
+        return [sys.executable, "-m", AGENT_MODULE]
+    return [*prefix, python, "-m", AGENT_MODULE]
+
+
+class AgentLost(ServerError):
+    """The connection to the agent is gone (or it stopped answering)."""
+
+
+class AgentConnection:
+    """One running agent: requests go to its stdin, answers come from its stdout."""
+
+    def __init__(self, prefix: list[str], where: str, stderr_log: Path, python: str) -> None:
+        self.where = where
+        self.stderr_log = stderr_log
+        self.lost: str | None = None
+        self._lock = threading.Lock()
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        stderr_log.parent.mkdir(parents=True, exist_ok=True)
+        self._child = proc.spawn_piped(agent_argv(prefix, python), stderr=stderr_log)
+        self._reader = threading.Thread(target=self._read, name="dbrig-agent-reader", daemon=True)
+        self._reader.start()
+        try:
+            hello = self._next_line(HELLO_TIMEOUT_S, "its start")
+            self.hello = protocol.decode_hello(hello, dbrig.__version__, where)
+        except AgentLost:
+            self.close()
+            raise ServerError(
+                f"{where}: the agent did not start: {self._stderr_tail() or 'no error output'}",
+                hint=f"is dbrig {dbrig.__version__} installed for {python} there?",
+            ) from None
+        except DbrigError:
+            self.close()
+            raise
+
+    def _read(self) -> None:
+        stdout = self._child.popen.stdout
+        assert stdout is not None
+        for line in stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def call(self, op: str, timeout_s: float = QUICK_TIMEOUT_S, **args: Any) -> Any:
+        """Send one request and wait for its answer; a remote error is raised here."""
+        with self._lock:
+            if self.lost:
+                raise AgentLost(self.lost)
+            stdin = self._child.popen.stdin
+            assert stdin is not None
+            try:
+                stdin.write(protocol.encode_request(op, args))
+                stdin.flush()
+            except (OSError, ValueError):  # ValueError: the pipe was closed here
+                self._lose(op)
+            return protocol.decode_response(self._next_line(timeout_s, op))
+
+    def _next_line(self, timeout_s: float, doing: str) -> bytes:
+        try:
+            line = self._lines.get(timeout=timeout_s)
+        except queue.Empty:
+            self._lose(doing, f"no answer in {timeout_s:.0f} s")
+        if line is None:
+            self._lose(doing)
+        return line
+
+    def _lose(self, doing: str, why: str = "") -> NoReturn:
+        """Record the lost connection (stopping the local end) and raise it."""
+        why = why or self._stderr_tail() or "the agent exited"
+        self.lost = protocol.one_line(
+            f"{self.where}: the connection to its agent was lost (during {doing}): {why}"
+        )
+        self._child.stop(grace_s=5)
+        raise AgentLost(self.lost)
+
+    def _stderr_tail(self) -> str:
+        with contextlib.suppress(OSError):
+            lines = self.stderr_log.read_text(errors="replace").strip().splitlines()
+            wanted = [ln for ln in lines if " INFO " not in ln]
+            return " | ".join(wanted[-_STDERR_TAIL:])
+        return ""
+
+    def close(self) -> None:
+        """End the agent's stdin: it stops its server and exits (killed if it does not)."""
+        stdin = self._child.popen.stdin
+        with contextlib.suppress(OSError):
+            if stdin is not None:
+                stdin.close()
+        if self._child.wait(STOP_AGENT_GRACE_S) is None:
+            self._child.stop(grace_s=5)
+        self._child.stop(grace_s=0)  # its process group: nothing it started stays behind
+        self._reader.join(5)  # the pipe ended with the agent
+        with contextlib.suppress(OSError):
+            if self._child.popen.stdout is not None and not self._reader.is_alive():
+                self._child.popen.stdout.close()
+        self.lost = self.lost or f"{self.where}: the agent was closed"
+
+    @property
+    def pid(self) -> int:
+        return self._child.pid
+
+
+class RemoteSampling:
+    """The agent's host sampler for one trial; looks like a sampler to the trial."""
+
+    def __init__(self, server: RemoteServerHandle, timing: SampleTiming, devices: list[str] | None):
+        self.server = server
+        self.timing = timing
+        self.devices = devices
+        self.error: str | None = None
+        self.failure: BaseException | None = None
+        self.files: dict[str, str] = {}
+
+    def start(self) -> None:
+        t0 = self.timing.t0 if self.timing.t0 is not None else self.timing.clock()
+        self.server.call(
+            "sampling_start",
+            interval=self.timing.interval,
+            t0_in_s=t0 - self.timing.clock(),
+            warmup_s=self.timing.warmup_s,
+            devices=self.devices,
+        )
+
+    def stop(self) -> None:
+        try:
+            answer = self.server.call("sampling_stop")
+        except ServerError as exc:
+            self.error = exc.message
+            return
+        self.files = dict(answer["files"])
+        self.error = self.error or answer["error"]
+
+
+class RemoteServerHandle:
+    """A managed server on another host, through its agent (see the module docstring)."""
+
+    # The server's processes are on another host: the local process sampler cannot follow
+    # them (the agent's sampler does).
+    pid = None
+
+    def __init__(
+        self,
+        name: str,
+        spec: ManagedServer,
+        home: Path,
+        *,
+        prefix: list[str],
+        address: str,
+        remote_home: str,
+        where: str | None = None,
+        bind_address: str | None = None,
+        python: str = "python3",
+    ) -> None:
+        """``home`` is the local folder (prepare outputs, the agent's log, the server's
+        logs fetched back); ``remote_home`` the server's folder on its host (relative: to
+        the remote user's home); ``address`` where clients reach the server."""
+        self.name = name
+        self.spec = spec
+        self.home = home
+        self.prefix = list(prefix)
+        self.address = address
+        self.remote_home = remote_home
+        self.where = where or f"server '{name}' on {address}"
+        self.bind_address = bind_address or ("127.0.0.1" if _loopback(address) else "0.0.0.0")
+        self.python = python
+        self.info: dict[str, Any] = {}
+        self.port: int | None = None
+        self._password = secrets.token_urlsafe(24)
+        self._secrets: Path | None = None
+        self._agent: AgentConnection | None = None
+        self._connections = 0
+
+    # -- the agent -------------------------------------------------------------------------
+
+    def call(self, op: str, timeout_s: float = QUICK_TIMEOUT_S, **args: Any) -> Any:
+        """One request to the agent (started now if there is none); a remote error is
+        raised as its own class, its message naming the host."""
+        if self._agent is None:
+            self._connect_agent()
+        assert self._agent is not None
+        try:
+            return self._agent.call(op, timeout_s, **args)
+        except AgentLost:
+            raise
+        except DbrigError as exc:
+            raise located(exc, self.name, self.where) from None
+
+    def _connect_agent(self) -> None:
+        self._connections += 1
+        log = self.home / f"agent-{self._connections}.log"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self._agent = AgentConnection(self.prefix, self.where, log, self.python)
+        opened = self._agent.call(
+            "open",
+            WORK_TIMEOUT_S,
+            name=self.name,
+            spec=self.spec.model_dump(mode="json"),
+            home=self.remote_home,
+            account={"user": BENCHMARK_USER, "password": self._password},
+            bind_address=self.bind_address,
+        )
+        self.port = int(opened["port"])
+
+    def _lost(self) -> str | None:
+        return self._agent.lost if self._agent is not None else None
+
+    # -- the ManagedServerHandle face -------------------------------------------------------
+
+    def has_data_set(self, digest: str) -> bool:
+        """The first step of every trial: a lost agent is replaced here."""
+        if self._lost():
+            self._drop_agent()
+        return bool(self.call("has_data_set", WORK_TIMEOUT_S, digest=digest))
+
+    def load_base(self, database: str) -> None:
+        self.call("load_base", WORK_TIMEOUT_S, database=database)
+
+    def start_for_prepare(self, database: str) -> None:
+        self.call("start_for_prepare", WORK_TIMEOUT_S, database=database)
+
+    def stop(self) -> float:
+        return float(self.call("stop", WORK_TIMEOUT_S))
+
+    def save_data_set(self, digest: str, key: tuple) -> None:
+        self.call("save_data_set", WORK_TIMEOUT_S, digest=digest, key=list(key))
+
+    def restore_data_set(self, digest: str) -> float:
+        return float(self.call("restore_data_set", WORK_TIMEOUT_S, digest=digest))
+
+    def start(self, spec: ManagedServer) -> dict[str, float]:
+        answer = self.call("start", WORK_TIMEOUT_S, spec=spec.model_dump(mode="json"))
+        if not self.info:
+            self.info = {**answer["info"], "host": self.address}
+        return {k: float(v) for k, v in answer["timings"].items()}
+
+    def effective(self, spec: ManagedServer | ExternalServer) -> dict[str, Any]:
+        assert isinstance(spec, ManagedServer)
+        return dict(self.call("effective", spec=spec.model_dump(mode="json")))
+
+    def finish_trial(self) -> dict[str, float]:
+        """Stop the server after a trial; nothing to stop when the agent was lost."""
+        if self._lost():
+            return {}
+        with contextlib.suppress(AgentLost):
+            return {k: float(v) for k, v in self.call("finish_trial", WORK_TIMEOUT_S).items()}
+        return {}
+
+    def died(self) -> str | None:
+        """Why the server is gone: it died on its host, or the agent was lost."""
+        if self._agent is None:
+            return None
+        try:
+            return self.call("died")
+        except AgentLost as exc:
+            return exc.message
+
+    def connect(self) -> pymysql.Connection:
+        return pymysql.connect(
+            host=self.address,
+            port=self._port(),
+            user=BENCHMARK_USER,
+            password=self._password,
+            connect_timeout=5,
+            autocommit=True,
+        )
+
+    def endpoint(self, database: str, options_text: str | None, filename: str) -> Endpoint:
+        """Where clients connect over TCP; the password goes to a 0600 option file."""
+        options = None
+        if options_text:
+            options = write_secret(self._secret_dir(), filename, options_text)
+        return Endpoint(
+            user=BENCHMARK_USER,
+            database=database,
+            host=self.address,
+            port=self._port(),
+            client_options_file=options,
+        )
+
+    def credentials(self) -> Credentials:
+        return Credentials(
+            user=BENCHMARK_USER,
+            password=self._password,
+            host=self.address,
+            port=self._port(),
+            socket=None,
+        )
+
+    def sampling(self, timing: SampleTiming, devices: list[str] | None) -> RemoteSampling:
+        """The agent's sampler of the server's host, for one trial."""
+        return RemoteSampling(self, timing, devices)
+
+    def close(self, keep_data: bool) -> None:
+        """Fetch the server's logs into ``home/remote/``, then stop everything there (a lost
+        agent is replaced for that, so its folder does not stay behind)."""
+        if self._agent is not None and self._lost():
+            self._drop_agent()
+            with contextlib.suppress(ServerError):
+                self._connect_agent()
+        if self._agent is not None and not self._lost():
+            with contextlib.suppress(ServerError):
+                self._save_logs(self.call("logs"))
+            with contextlib.suppress(ServerError):
+                self.call("close", WORK_TIMEOUT_S, keep_data=keep_data)
+        self._drop_agent()
+        if self._secrets is not None:
+            shutil.rmtree(self._secrets, ignore_errors=True)
+            self._secrets = None
+
+    def _save_logs(self, logs: dict[str, str]) -> None:
+        folder = self.home / "remote"
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in logs.items():
+            (folder / Path(name).name).write_text(text)
+
+    def _drop_agent(self) -> None:
+        if self._agent is not None:
+            self._agent.close()
+            self._agent = None
+
+    def _port(self) -> int:
+        if self.port is None:
+            self._connect_agent()
+        assert self.port is not None
+        return self.port
+
+    def _secret_dir(self) -> Path:
+        if self._secrets is None:
+            self._secrets = Path(tempfile.mkdtemp(prefix="dbrig-secrets-"))
+            os.chmod(self._secrets, 0o700)
+        return self._secrets
+
+
+def located(exc: DbrigError, name: str, where: str) -> DbrigError:
+    """``exc`` again, its message saying on which host: "server 'db'" becomes ``where``."""
+    own = f"server '{name}'"
+    if exc.message.startswith(where):
+        message = exc.message
+    elif exc.message.startswith(own):
+        message = where + exc.message[len(own) :]
+    else:
+        message = f"{where}: {exc.message}"
+    return type(exc)(message, hint=exc.hint)
+
+
+def _loopback(address: str) -> bool:
+    return address in ("localhost", "::1") or address.startswith("127.")
+
+
+LOCAL_AGENT_ENV = "DBRIG_LOCAL_AGENT"  # "1": managed servers run under a local agent (tests)
+
+
+@dataclass(frozen=True)
+class AgentTarget:
+    """How to reach the agent of one managed server, and its server."""
+
+    prefix: list[str]  # the command prefix that runs a command on the server's host
+    address: str  # where clients connect to the server
+    remote_home: str  # the server's folder there (relative: to the remote user's home)
+    where: str  # for messages: "server 'db' on db1"
+
+
+def agent_target(name: str, spec: ManagedServer, run_path: Path) -> AgentTarget | None:
+    """Where managed server ``name`` runs, when it runs under an agent; None: in-process.
+
+    The one place that decides it. Today only ``DBRIG_LOCAL_AGENT=1`` sends a managed
+    server to an agent, a local one (prefix ``[]``): the tests, and a way to measure what
+    the agent costs. A server on another host gets that host's ssh prefix here.
+    """
+    if os.environ.get(LOCAL_AGENT_ENV) != "1":
+        return None
+    return AgentTarget(
+        prefix=[],
+        address="127.0.0.1",
+        remote_home=str(run_path / "servers" / name / "agent-home"),
+        where=f"server '{name}' (local agent)",
+    )

@@ -1,0 +1,164 @@
+"""The agent's wire format and the parts of the agent that need no server."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import dbrig
+from dbrig.errors import ConfigError, ServerError, ServerInitError, ToolMissing
+from dbrig.remote import protocol
+from dbrig.remote.agent import Agent, serve
+from dbrig.remote.samples import merge_remote_samples
+from dbrig.remote.server import AGENT_MODULE, agent_argv, located
+from dbrig.sampling import summarize_cell
+
+
+def test_a_request_is_one_line_and_decodes_back() -> None:
+    line = protocol.encode_request("load_base", {"database": "sb\ntest"})
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert protocol.decode_request(line) == ("load_base", {"database": "sb\ntest"})
+
+
+def test_a_result_decodes_to_its_value() -> None:
+    assert protocol.decode_response(protocol.encode_result({"server_start_s": 1.5})) == {
+        "server_start_s": 1.5
+    }
+    assert protocol.decode_response(protocol.encode_result(None)) is None
+
+
+def test_a_dbrig_error_comes_back_as_its_class_with_message_and_hint() -> None:
+    line = protocol.encode_error(ToolMissing("mariadbd not found", hint="apt-get install x"))
+    with pytest.raises(ToolMissing) as raised:
+        protocol.decode_response(line)
+    assert raised.value.message == "mariadbd not found"
+    assert raised.value.hint == "apt-get install x"
+
+
+def test_any_other_exception_is_a_one_line_server_error_naming_its_type() -> None:
+    line = protocol.encode_error(OSError("disk\nfull"), where="server 'db' on db1")
+    with pytest.raises(ServerError) as raised:
+        protocol.decode_response(line)
+    assert raised.value.message == "server 'db' on db1: OSError: disk full"
+
+
+def test_an_unknown_error_kind_is_a_server_error() -> None:
+    line = b'{"ok": false, "error": {"kind": "NotAnError", "message": "m", "hint": null}}'
+    with pytest.raises(ServerError, match=r"^m$"):
+        protocol.decode_response(line)
+    assert protocol.error_class("KeyboardInterrupt") is ServerError
+
+
+@pytest.mark.parametrize("line", [b"Traceback (most recent call last):\n", b"[1]\n", b'{"x": 1}'])
+def test_a_line_that_is_not_a_response_is_a_protocol_error(line: bytes) -> None:
+    with pytest.raises(protocol.ProtocolError):
+        protocol.decode_response(line)
+
+
+def test_the_hello_is_checked_for_the_same_dbrig_version() -> None:
+    hello = protocol.encode_hello("0.1.0", 42, "db1")
+    assert protocol.decode_hello(hello, "0.1.0", "db1")["pid"] == 42
+    with pytest.raises(ConfigError, match=r"^db1: dbrig 0.0.9 is installed there, this is dbrig"):
+        protocol.decode_hello(protocol.encode_hello("0.0.9", 42, "db1"), "0.1.0", "db1")
+
+
+def test_a_hello_from_something_else_names_the_host() -> None:
+    with pytest.raises(protocol.ProtocolError, match=r"^db1: the agent did not introduce itself"):
+        protocol.decode_hello(b'{"hello": {"agent": "other"}}', "0.1.0", "db1")
+
+
+def test_the_agent_answers_each_line_and_an_error_is_an_answer() -> None:
+    requests = io.BytesIO(
+        protocol.encode_request("died")
+        + b"\n"
+        + protocol.encode_request("no_such_op")
+        + b"not json\n"
+    )
+    responses = io.BytesIO()
+    assert serve(requests, responses) == 0
+    lines = responses.getvalue().splitlines()
+    hello = protocol.decode_hello(lines[0], dbrig.__version__, "here")
+    assert hello["agent"] == "dbrig"
+    with pytest.raises(protocol.ProtocolError, match="the first request is open"):
+        protocol.decode_response(lines[1])
+    with pytest.raises(protocol.ProtocolError, match="no operation 'no_such_op'"):
+        protocol.decode_response(lines[2])
+    with pytest.raises(protocol.ProtocolError, match="not JSON"):
+        protocol.decode_response(lines[3])
+    assert len(lines) == 4
+
+
+def test_the_agent_refuses_a_home_dbrig_did_not_make(tmp_path: Path) -> None:
+    (tmp_path / "someone's file").write_text("x")
+    line = protocol.encode_request(
+        "open",
+        {
+            "name": "db",
+            "spec": {},
+            "home": str(tmp_path),
+            "account": {"user": "dbrig", "password": "s3cret"},
+        },
+    )
+    answer = Agent().handle_line(line)
+    assert b"s3cret" not in answer
+    with pytest.raises(Exception, match="not empty"):
+        protocol.decode_response(answer)
+
+
+def test_the_agent_runs_here_without_a_prefix_and_as_python3_through_one() -> None:
+    assert agent_argv([]) == [sys.executable, "-m", AGENT_MODULE]
+    prefix = ["ssh", "-o", "ControlPath=/tmp/c", "root@db1", "--"]
+    assert agent_argv(prefix) == [*prefix, "python3", "-m", AGENT_MODULE]
+
+
+STAMP = "t_s,phase,interval_s"
+
+
+def _csv(header: str, *rows: str) -> str:
+    return "\n".join([header, *rows]) + "\n"
+
+
+def test_remote_samples_read_like_a_local_trials(tmp_path: Path) -> None:
+    client = tmp_path / "client"
+    client.mkdir()
+    procs = f"{STAMP},role,pids,cpu_pct,rss_mb,ctx_switches_per_s,read_mb_per_s,write_mb_per_s"
+    sampler = f"{STAMP},sampler,cpu_s,cpu_pct"
+    (client / "procs.csv").write_text(_csv(procs, "1.0,measure,1.0,workload,1,50,10,100,0,0"))
+    (client / "sampler.csv").write_text(_csv(sampler, "1.0,measure,1.0,host,0.01,1.0"))
+    (client / "cpu.csv").write_text("client host cpu")
+    (tmp_path / "sampler.csv").write_text(_csv(sampler, "1.0,measure,1.0,status,0.02,2.0"))
+    cpu = f"{STAMP},core,user_pct,nice_pct,system_pct,iowait_pct,irq_pct,softirq_pct,"
+    cpu += "steal_pct,idle_pct,busy_pct"
+    remote = {
+        "cpu.csv": _csv(cpu, "1.0,measure,1.0,0,30,0,10,5,0,0,0,55,40"),
+        "procs.csv": _csv(procs, "1.0,measure,1.0,server,3,80,500,200,0,1.5"),
+        "sampler.csv": _csv(sampler, "1.0,measure,1.0,host,0.04,4.0"),
+    }
+    merge_remote_samples(tmp_path, remote)
+    summary = summarize_cell(tmp_path)
+    assert summary["cpu_busy_pct"] == 40
+    assert summary["server_cpu_pct"] == 80 and summary["workload_cpu_pct"] == 50
+    assert summary["sampler_cpu_pct"] == pytest.approx(7.0)
+    assert (client / "cpu.csv").read_text() == "client host cpu"
+    assert not (client / "procs.csv").exists()
+    rows = (tmp_path / "sampler.csv").read_text().splitlines()
+    assert rows[0] == sampler and [r.split(",")[3] for r in rows[1:]] == [
+        "status",
+        "host",
+        "client-host",
+    ]
+    assert json.dumps(summary)
+
+
+def test_a_remote_error_names_the_host_and_keeps_its_class() -> None:
+    where = "server 'db' on db1"
+    init = located(ServerInitError("server 'db': initialising failed", hint="h"), "db", where)
+    assert isinstance(init, ServerInitError) and init.hint == "h"
+    assert init.message == "server 'db' on db1: initialising failed"
+    missing = located(ToolMissing("mariadbd or mysqld not found"), "db", where)
+    assert missing.message == "server 'db' on db1: mariadbd or mysqld not found"
+    assert located(ServerError(f"{where}: lost"), "db", where).message == f"{where}: lost"
