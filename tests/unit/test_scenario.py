@@ -476,12 +476,14 @@ def test_invalid_cell_names_its_factors(tmp_path: Path) -> None:
         ),
         pytest.param(
             "name: t\nworkload:\n  pgbench: {}\n",
-            "workload.pgbench: unknown key (expected one of: sysbench, mysqlslap, tpcc)",
+            "workload.pgbench: unknown key "
+            "(expected one of: sysbench, mysqlslap, tpcc, acked_writes)",
             id="unknown-tool",
         ),
         pytest.param(
             "name: t\nworkload:\n  sysbench: {}\n  mysqlslap: {number_of_queries: 10}\n",
-            "workload: name exactly one workload tool (sysbench, mysqlslap, tpcc); got 2",
+            "workload: name exactly one workload tool "
+            "(sysbench, mysqlslap, tpcc, acked_writes); got 2",
             id="two-tools",
         ),
         pytest.param(

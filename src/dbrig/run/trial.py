@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -34,11 +35,14 @@ from dbrig.run.interference import InterferenceRun
 from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, Trial
 from dbrig.server.handles import setting_warnings
-from dbrig.tools.base import CheckedWorkload, Outcome, WorkloadTool
+from dbrig.tools.base import CheckedWorkload, ClientLogWorkload, Outcome, WorkloadTool
 from dbrig.tools.registry import workload_for
 from dbrig.util.files import disk_full, is_disk_full
 
 OUTPUT_TAIL_LINES = 20  # of the tool's output, kept in trial.json when a trial fails
+# The working directory of a client that writes files (ClientLogWorkload), inside the trial's
+# folder: removed once checked, or with the unfinished trial's folder.
+CLIENT_LOG_DIR = "client-log"
 
 # Follows the running workload for the live progress line (Progress.following): given the
 # tool, the warm-up and the output file, a block that yields a poll to call while it runs.
@@ -150,6 +154,7 @@ class TrialExecutor:
             # The server went away mid-query: this trial failed, the run goes on.
             self.record.fail(f"{type(exc).__name__}: {exc}")
         finally:
+            shutil.rmtree(self.folder / CLIENT_LOG_DIR, ignore_errors=True)
             self.record.timings.update(self.server.finish_trial())
         return self.record
 
@@ -177,9 +182,7 @@ class TrialExecutor:
         out = self.folder / "workload.out"
         samplers_on = self._samplers(warmup, pinned)
         with self._interfering(commands) as running, samplers_on as samplers:
-            # sysbench fileio reads and writes its files in its working directory.
-            cwd = self.server.cwd if isinstance(self.server, WorkDirHandle) else None
-            child = proc.spawn(commands.argv, stdout=out, merge_stderr=True, cwd=cwd)
+            child = proc.spawn(commands.argv, stdout=out, merge_stderr=True, cwd=self._cwd())
             self._workload_pid = child.pid
             with self._following(out, warmup) as poll:
                 finished, abort = self._watch(child, timeout, running, samplers, poll)
@@ -205,6 +208,17 @@ class TrialExecutor:
             self.record.fail(checks_failed)
         if self.record.status != "ok":
             self.record.output_tail = output.splitlines()[-OUTPUT_TAIL_LINES:]
+
+    def _cwd(self) -> Path | None:
+        """sysbench fileio reads and writes its files in its working directory; acked_writes
+        writes its ack files in an empty folder of the trial."""
+        if isinstance(self.server, WorkDirHandle):
+            return self.server.cwd
+        if isinstance(self.workload, ClientLogWorkload):
+            folder = self.folder / CLIENT_LOG_DIR
+            folder.mkdir()
+            return folder
+        return None
 
     def _following(
         self, out: Path, warmup: int
@@ -236,7 +250,10 @@ class TrialExecutor:
 
     def _after_run_checks(self) -> str | None:
         """The workload's own checks of the database after the run (tpcc's consistency
-        conditions): their numbers saved as metrics, the failed one's name returned."""
+        conditions, acked_writes' lost commits): their numbers saved as metrics, the failed
+        one's name returned."""
+        if isinstance(self.workload, ClientLogWorkload):
+            return self._check_client_logs(self.workload)
         if not isinstance(self.workload, CheckedWorkload):
             return None
         counts: dict[str, int] = {}
@@ -248,6 +265,23 @@ class TrialExecutor:
                     row = cur.fetchone()
                     counts[name] = int(row[0]) if row and row[0] is not None else 0
         metrics, reason = self.workload.evaluate_checks(counts)
+        self.record.metrics.update(metrics)
+        return reason
+
+    def _check_client_logs(self, workload: ClientLogWorkload) -> str | None:
+        folder = self.folder / CLIENT_LOG_DIR
+        logs = {
+            path.name: path.read_text(errors="replace")
+            for path in sorted(folder.glob(workload.client_log_glob))
+        }
+        found: list[int] = []
+        with contextlib.closing(self.server.connect()) as conn:
+            conn.select_db(self.workload.database)
+            with conn.cursor() as cur:
+                for sql in workload.client_log_queries(logs):
+                    cur.execute(sql)
+                    found.extend(int(row[0]) for row in cur.fetchall())
+        metrics, reason = workload.evaluate_client_logs(logs, found)
         self.record.metrics.update(metrics)
         return reason
 
