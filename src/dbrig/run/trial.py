@@ -269,19 +269,9 @@ class TrialExecutor:
         return reason
 
     def _check_client_logs(self, workload: ClientLogWorkload) -> str | None:
-        folder = self.folder / CLIENT_LOG_DIR
-        logs = {
-            path.name: path.read_text(errors="replace")
-            for path in sorted(folder.glob(workload.client_log_glob))
-        }
-        found: list[int] = []
         with contextlib.closing(self.server.connect()) as conn:
             conn.select_db(self.workload.database)
-            with conn.cursor() as cur:
-                for sql in workload.client_log_queries(logs):
-                    cur.execute(sql)
-                    found.extend(int(row[0]) for row in cur.fetchall())
-        metrics, reason = workload.evaluate_client_logs(logs, found)
+            metrics, reason = check_client_logs(workload, self.folder / CLIENT_LOG_DIR, conn)
         self.record.metrics.update(metrics)
         return reason
 
@@ -377,6 +367,23 @@ class TrialExecutor:
         for name, table in outcome.extra_tables.items():
             table.to_csv(self.folder / f"{name}.csv", index=False)
         self.record.metrics.update(derived_costs(self.record.metrics))
+
+
+def check_client_logs(
+    workload: ClientLogWorkload, folder: Path, conn: Any
+) -> tuple[dict[str, float], str | None]:
+    """The files the client wrote in ``folder``, checked through ``conn`` (its database
+    selected): the workload's lookups run, its metrics and failure reason returned."""
+    logs = {
+        path.name: path.read_text(errors="replace")
+        for path in sorted(folder.glob(workload.client_log_glob))
+    }
+    found: list[int] = []
+    with conn.cursor() as cur:
+        for sql in workload.client_log_queries(logs):
+            cur.execute(sql)
+            found.extend(int(row[0]) for row in cur.fetchall())
+    return workload.evaluate_client_logs(logs, found)
 
 
 def _global_status(conn: Any) -> dict[str, str]:
