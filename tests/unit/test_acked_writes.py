@@ -187,3 +187,12 @@ def test_the_server_killed_run_shows_the_outage_in_its_intervals() -> None:
     outcome = _tool().analyse((FIXTURES / "run_t2_server_killed.txt").read_text(), 0)
     assert outcome.intervals is not None
     assert (outcome.intervals["tps"] == 0).any()  # the second the server was down
+
+
+def test_an_error_other_than_the_server_going_away_ends_the_run_with_its_reason() -> None:
+    # captured: the table dropped mid-run; the script reconnects only when the server went away
+    text = (FIXTURES / "run_t2_table_dropped_rc1.txt").read_text()
+    outcome = _tool().analyse(text, 1)
+    assert outcome.reason == (
+        "mysql_drv_query() returned error 1146 (Table 'acked.acked_writes' doesn't exist)"
+    )

@@ -118,16 +118,30 @@ local function reconnect()
    end
 end
 
--- One commit. Any error (the server went away mid-statement, or refused it)
--- leaves that id unacknowledged: it may or may not have committed, so it is
--- never reused; the thread reconnects and the next event takes a new id.
+-- Errors that mean the server went away: can't connect (2002, 2003), gone away
+-- (2006), lost during the query (2013), shutting down (1053), connection killed
+-- (1927). Any other error is a real one and ends the run.
+local GONE = { [2002] = true, [2003] = true, [2006] = true, [2013] = true,
+   [1053] = true, [1927] = true }
+
+local function server_went_away(err)
+   local errno = tonumber(tostring(err):match("errno = (%d+)"))
+   return errno ~= nil and GONE[errno] == true
+end
+
+-- One commit. If the server goes away, that id stays unacknowledged: it may or
+-- may not have committed, so it is never reused; the thread reconnects and the
+-- next event takes a new id.
 function event()
    local id = next_id
    next_id = next_id + 1
-   local ok = pcall(con.query, con, string.format(
+   local ok, err = pcall(con.query, con, string.format(
       "INSERT INTO %s (id, thread, payload) VALUES (%.0f, %d, '%s')",
       TABLE, id, sysbench.tid, payload))
    if not ok then
+      if not server_went_away(err) then
+         error(err, 0)
+      end
       reconnect()
       return
    end
