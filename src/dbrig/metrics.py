@@ -425,6 +425,7 @@ def _acked_writes() -> Iterator[Metric]:
         headline=True,
         compared=True,
         short="lost",
+        progress="{} lost",
     )
     yield Metric(
         "acked_commits",
