@@ -423,7 +423,6 @@ def _acked_writes() -> Iterator[Metric]:
         fmt=".0f",
         direction=LOWER,
         headline=True,
-        compared=True,
         short="lost",
         progress="{} lost",
     )

@@ -203,7 +203,8 @@ def test_directions_agree_with_the_old_table_and_rules() -> None:
 def test_compared_by_default_in_the_old_order() -> None:
     hardware = ("events_per_s", *HARDWARE_HEADLINE)  # issue 9: compared when a run has them
     assert compared(metrics.TPCC)[:2] == ("nopm", "tpm")  # issue 10
-    assert compared(metrics.ACKED_WRITES) == ("lost_commits",)  # issue 11
+    # issue 11: lost_commits is mostly 0, a change from 0 has no relative size; fail_on_loss gates
+    assert compared(metrics.ACKED_WRITES) == ()
     newer = set(compared(metrics.TPCC)) | set(compared(metrics.ACKED_WRITES))
     before_tpcc = tuple(n for n in compared() if n not in newer)
     assert before_tpcc == OLD_COMPARED[:5] + hardware + OLD_COMPARED[5:]
