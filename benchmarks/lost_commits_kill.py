@@ -82,7 +82,7 @@ def one_trial(
             child.stop(grace_s=5)
         assert done is not None and done.returncode == 0, (home / "run.out").read_text()[-1500:]
         with contextlib.closing(sandbox.connect(params.db)) as conn:
-            metrics, _ = check_client_logs(AckedWritesTool(params), work, conn)
+            metrics = check_client_logs(AckedWritesTool(params), work, conn).metrics
         return {**metrics, "recovery_s": recovery_s}
     finally:
         sandbox.close()

@@ -89,7 +89,8 @@ def finish(child: proc.Child, out: Path) -> None:
 
 def check(sandbox: Sandbox, work: Path) -> tuple[dict[str, float], str | None]:
     with contextlib.closing(sandbox.connect(PARAMS.db)) as conn:
-        return check_client_logs(AckedWritesTool(PARAMS), work, conn)
+        outcome = check_client_logs(AckedWritesTool(PARAMS), work, conn)
+    return outcome.metrics, outcome.reason
 
 
 def acked_ids(work: Path) -> list[int]:
@@ -125,8 +126,9 @@ def test_rows_deleted_after_their_ack_are_exactly_the_lost_ones(
 
         tool = AckedWritesTool(PARAMS.model_copy(update={"fail_on_loss": True}))
         with contextlib.closing(sandbox.connect(PARAMS.db)) as conn:
-            _, reason = check_client_logs(tool, work, conn)
-        assert reason is not None and str(removed[0]) in reason
+            outcome = check_client_logs(tool, work, conn)
+        assert outcome.reason is not None and str(min(removed)) in outcome.reason
+        assert sorted(outcome.extra_tables["lost_commits"]["id"]) == sorted(removed)
 
 
 def test_a_server_killed_mid_run_and_restarted_loses_nothing_at_flush_1(

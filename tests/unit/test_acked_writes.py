@@ -168,11 +168,13 @@ def test_the_tool_is_a_client_log_workload_that_finds_losses() -> None:
     logs = {name: (FIXTURES / name).read_text() for name in ("acked-0.ids", "acked-1.ids")}
     acked = [i for ack in (_ack("acked-0.ids"), _ack("acked-1.ids")) for i in ack.ids]
     assert len(tool.client_log_queries(logs)) == 2
-    metrics, reason = tool.evaluate_client_logs(logs, acked[1:])
-    assert (metrics["acked_commits"], metrics["lost_commits"]) == (len(acked), 1.0)
-    assert reason is None
-    _, reason = _tool(fail_on_loss=True).evaluate_client_logs(logs, acked[1:])
-    assert reason and "1 acknowledged commit(s) lost" in reason
+    outcome = tool.evaluate_client_logs(logs, acked[1:])
+    assert (outcome.metrics["acked_commits"], outcome.metrics["lost_commits"]) == (len(acked), 1)
+    assert outcome.reason is None and outcome.intervals is None
+    assert outcome.extra_tables["lost_commits"].to_dict("records") == [{"id": 1, "thread": 0}]
+    failing = _tool(fail_on_loss=True).evaluate_client_logs(logs, acked[1:])
+    assert failing.reason and "1 acknowledged commit(s) lost" in failing.reason
+    assert tool.evaluate_client_logs(logs, acked).extra_tables == {}  # nothing lost, no file
 
 
 @pytest.mark.parametrize("fixture", ["run_t2_rate20_warmup.txt", "run_t2_server_killed.txt"])

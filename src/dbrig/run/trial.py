@@ -271,9 +271,10 @@ class TrialExecutor:
     def _check_client_logs(self, workload: ClientLogWorkload) -> str | None:
         with contextlib.closing(self.server.connect()) as conn:
             conn.select_db(self.workload.database)
-            metrics, reason = check_client_logs(workload, self.folder / CLIENT_LOG_DIR, conn)
-        self.record.metrics.update(metrics)
-        return reason
+            outcome = check_client_logs(workload, self.folder / CLIENT_LOG_DIR, conn)
+        self.record.metrics.update(outcome.metrics)
+        self._save_tables(outcome)
+        return outcome.reason
 
     def _abort_reason(self, running: list[InterferenceRun], samplers: list) -> str | None:
         died = self.server.died()
@@ -364,16 +365,17 @@ class TrialExecutor:
             frame.insert(0, "phase", ["warmup" if t <= warmup else "measure" for t in frame["t_s"]])
             frame["t_s"] = frame["t_s"] - warmup
             frame.to_csv(self.folder / "intervals.csv", index=False)
-        for name, table in outcome.extra_tables.items():
-            table.to_csv(self.folder / f"{name}.csv", index=False)
+        self._save_tables(outcome)
         self.record.metrics.update(derived_costs(self.record.metrics))
 
+    def _save_tables(self, outcome: Outcome) -> None:
+        for name, table in outcome.extra_tables.items():
+            table.to_csv(self.folder / f"{name}.csv", index=False)
 
-def check_client_logs(
-    workload: ClientLogWorkload, folder: Path, conn: Any
-) -> tuple[dict[str, float], str | None]:
+
+def check_client_logs(workload: ClientLogWorkload, folder: Path, conn: Any) -> Outcome:
     """The files the client wrote in ``folder``, checked through ``conn`` (its database
-    selected): the workload's lookups run, its metrics and failure reason returned."""
+    selected): the workload's lookups run, its metrics, tables and failure reason returned."""
     logs = {
         path.name: path.read_text(errors="replace")
         for path in sorted(folder.glob(workload.client_log_glob))

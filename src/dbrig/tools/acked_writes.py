@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
+import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from dbrig.endpoint import Credentials, Endpoint
@@ -243,6 +244,15 @@ def loss_metrics(count: LossCount) -> dict[str, float]:
     }
 
 
+def lost_table(count: LossCount) -> pd.DataFrame:
+    """The lost ids and their threads, saved as the trial's lost_commits.csv (to look them
+    up elsewhere: the binary log, a replica)."""
+    return pd.DataFrame(
+        {"id": list(count.lost), "thread": [i // THREAD_SPAN for i in count.lost]},
+        dtype="int64",
+    )
+
+
 def loss_reason(count: LossCount, fail_on_loss: bool, files: int) -> str | None:
     """Why the trial fails: no ack file at all, or (when asked) a lost commit."""
     if files == 0:
@@ -318,8 +328,8 @@ class AckedWritesTool(ServerWorkload):
     def client_log_queries(self, logs: Mapping[str, str]) -> list[str]:
         return lookup_queries(parse_ack_file(name, text) for name, text in logs.items())
 
-    def evaluate_client_logs(
-        self, logs: Mapping[str, str], found: Iterable[int]
-    ) -> tuple[dict[str, float], str | None]:
+    def evaluate_client_logs(self, logs: Mapping[str, str], found: Iterable[int]) -> Outcome:
         count = count_losses((parse_ack_file(n, t) for n, t in logs.items()), found)
-        return loss_metrics(count), loss_reason(count, self.params.fail_on_loss, len(logs))
+        tables = {"lost_commits": lost_table(count)} if count.lost else {}
+        reason = loss_reason(count, self.params.fail_on_loss, len(logs))
+        return Outcome(loss_metrics(count), None, reason, tables)

@@ -240,11 +240,9 @@ class ClientLogWorkload(Protocol):
         """From the files' texts by name, queries each returning one integer column."""
         ...
 
-    def evaluate_client_logs(
-        self, logs: Mapping[str, str], found: Iterable[int]
-    ) -> tuple[dict[str, float], str | None]:
-        """Metrics to save and a failure reason (or None), from the files and the values
-        the queries returned."""
+    def evaluate_client_logs(self, logs: Mapping[str, str], found: Iterable[int]) -> Outcome:
+        """Metrics to save, tables to save beside them (the lost ids) and a failure reason
+        (or None), from the files and the values the queries returned; no intervals."""
         ...
 
 
