@@ -28,6 +28,9 @@ from types import MappingProxyType
 SYSBENCH = "sysbench"  # the tool's final summary (dbrig.tools.sysbench)
 MYSQLSLAP = "mysqlslap"  # the tool's benchmark row (dbrig.tools.mysqlslap)
 TPCC = "tpcc"  # the TPC-C-like script's per-type report and consistency checks (dbrig.tools.tpcc)
+ACKED_WRITES = (
+    "acked_writes"  # the ack files and their lookup after the run (dbrig.tools.acked_writes)
+)
 STRESS_NG = "stress-ng"  # the interference process and its --metrics-brief report
 RUNNER = "runner"  # measured by the runner around the workload (wait4, clocks)
 HOST_SAMPLER = "host sampler"  # cpu.csv, disk.csv, memory.csv, procs.csv (docs/sampling.md)
@@ -35,7 +38,18 @@ STATUS_SAMPLER = "status sampler"  # status.csv: SHOW GLOBAL STATUS
 SAMPLERS = "samplers"  # sampler.csv: the samplers' own cost
 DERIVED = "derived"  # computed from other columns after the trial (cost per unit of work)
 SOURCES = frozenset(
-    {SYSBENCH, MYSQLSLAP, TPCC, STRESS_NG, RUNNER, HOST_SAMPLER, STATUS_SAMPLER, SAMPLERS, DERIVED}
+    {
+        SYSBENCH,
+        MYSQLSLAP,
+        TPCC,
+        ACKED_WRITES,
+        STRESS_NG,
+        RUNNER,
+        HOST_SAMPLER,
+        STATUS_SAMPLER,
+        SAMPLERS,
+        DERIVED,
+    }
 )
 
 UNITS = frozenset(
@@ -398,6 +412,40 @@ def _tpcc() -> Iterator[Metric]:
         )
 
 
+def _acked_writes() -> Iterator[Metric]:
+    a = ACKED_WRITES
+    yield Metric(
+        "lost_commits",
+        "lost commits",
+        "",
+        a,
+        "commits the server acknowledged that are missing after the run",
+        fmt=".0f",
+        direction=LOWER,
+        headline=True,
+        short="lost",
+        progress="{} lost",
+    )
+    yield Metric(
+        "acked_commits",
+        "acked commits",
+        "",
+        a,
+        "commits the server acknowledged to the client (warm-up included)",
+        fmt=".0f",
+        detail=True,
+        short="acked",
+    )
+    yield Metric(
+        "unacked_present",
+        "unacked present",
+        "",
+        a,
+        "rows committed whose acknowledgement never reached the client (in flight at a crash)",
+        fmt=".0f",
+    )
+
+
 def _mysqlslap() -> Iterator[Metric]:
     m = MYSQLSLAP
     yield Metric(
@@ -543,6 +591,7 @@ REGISTRY: tuple[Metric, ...] = (
     *_derived(),  # costs per transaction: after sysbench, before mysqlslap in compare's order
     *_mysqlslap(),
     *_tpcc(),
+    *_acked_writes(),
     *_runner(),
     *_stress_ng(),
     *_samplers(),

@@ -23,12 +23,14 @@ CAPTURED = {
     "mysqlslap": FIXTURES / "mysqlslap" / "mariadb-slap-1.0" / "slap_engine_option_text.txt",
     "stress-ng": FIXTURES / "stress-ng" / "0.15.06" / "stressng_cpu_metrics_brief.stderr",
     "tpcc": FIXTURES / "tpcc" / "1.0.20" / "run_w1_t4_warmup.txt",
+    "acked_writes": FIXTURES / "acked_writes" / "1.0.20" / "run_t2_rate20_warmup.txt",
 }
 SCENARIO_BLOCKS = {
     "sysbench": {"test": "oltp_read_write", "time": 10},
     "mysqlslap": {"load_type": "mixed", "number_of_queries": 100},
     "stress-ng": {"cpu": 1},
     "tpcc": {"warehouses": 1, "time": 10},
+    "acked_writes": {"threads": 2, "time": 10},
 }
 
 

@@ -137,9 +137,14 @@ def _mysqlslap_keys() -> str:
     return keys_markdown(WORKLOAD_TOOLS["mysqlslap"].params_model)
 
 
+def _acked_writes_keys() -> str:
+    return keys_markdown(WORKLOAD_TOOLS["acked_writes"].params_model)
+
+
 GENERATED: dict[str, tuple[str, Callable[[], str]]] = {
     "metrics table": ("metrics.md", metrics_markdown),
     "mysqlslap keys": ("scenario.md", _mysqlslap_keys),
+    "acked_writes keys": ("scenario.md", _acked_writes_keys),
 }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -36,11 +37,14 @@ from dbrig.run.interference import InterferenceRun
 from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, Trial
 from dbrig.server.handles import setting_warnings
-from dbrig.tools.base import CheckedWorkload, Outcome, WorkloadTool
+from dbrig.tools.base import CheckedWorkload, ClientLogWorkload, Outcome, WorkloadTool
 from dbrig.tools.registry import workload_for
 from dbrig.util.files import disk_full, is_disk_full
 
 OUTPUT_TAIL_LINES = 20  # of the tool's output, kept in trial.json when a trial fails
+# The working directory of a client that writes files (ClientLogWorkload), inside the trial's
+# folder: removed once checked, or with the unfinished trial's folder.
+CLIENT_LOG_DIR = "client-log"
 
 # Follows the running workload for the live progress line (Progress.following): given the
 # tool, the warm-up and the output file, a block that yields a poll to call while it runs.
@@ -152,6 +156,7 @@ class TrialExecutor:
             # The server went away mid-query: this trial failed, the run goes on.
             self.record.fail(f"{type(exc).__name__}: {exc}")
         finally:
+            shutil.rmtree(self.folder / CLIENT_LOG_DIR, ignore_errors=True)
             self.record.timings.update(self.server.finish_trial())
         return self.record
 
@@ -179,9 +184,7 @@ class TrialExecutor:
         out = self.folder / "workload.out"
         samplers_on = self._samplers(warmup, pinned)
         with self._interfering(commands) as running, samplers_on as samplers:
-            # sysbench fileio reads and writes its files in its working directory.
-            cwd = self.server.cwd if isinstance(self.server, WorkDirHandle) else None
-            child = proc.spawn(commands.argv, stdout=out, merge_stderr=True, cwd=cwd)
+            child = proc.spawn(commands.argv, stdout=out, merge_stderr=True, cwd=self._cwd())
             self._workload_pid = child.pid
             with self._following(out, warmup) as poll:
                 finished, abort = self._watch(child, timeout, running, samplers, poll)
@@ -207,6 +210,17 @@ class TrialExecutor:
             self.record.fail(checks_failed)
         if self.record.status != "ok":
             self.record.output_tail = output.splitlines()[-OUTPUT_TAIL_LINES:]
+
+    def _cwd(self) -> Path | None:
+        """sysbench fileio reads and writes its files in its working directory; acked_writes
+        writes its ack files in an empty folder of the trial."""
+        if isinstance(self.server, WorkDirHandle):
+            return self.server.cwd
+        if isinstance(self.workload, ClientLogWorkload):
+            folder = self.folder / CLIENT_LOG_DIR
+            folder.mkdir()
+            return folder
+        return None
 
     def _following(
         self, out: Path, warmup: int
@@ -238,7 +252,10 @@ class TrialExecutor:
 
     def _after_run_checks(self) -> str | None:
         """The workload's own checks of the database after the run (tpcc's consistency
-        conditions): their numbers saved as metrics, the failed one's name returned."""
+        conditions, acked_writes' lost commits): their numbers saved as metrics, the failed
+        one's name returned."""
+        if isinstance(self.workload, ClientLogWorkload):
+            return self._check_client_logs(self.workload)
         if not isinstance(self.workload, CheckedWorkload):
             return None
         counts: dict[str, int] = {}
@@ -252,6 +269,14 @@ class TrialExecutor:
         metrics, reason = self.workload.evaluate_checks(counts)
         self.record.metrics.update(metrics)
         return reason
+
+    def _check_client_logs(self, workload: ClientLogWorkload) -> str | None:
+        with contextlib.closing(self.server.connect()) as conn:
+            conn.select_db(self.workload.database)
+            outcome = check_client_logs(workload, self.folder / CLIENT_LOG_DIR, conn)
+        self.record.metrics.update(outcome.metrics)
+        self._save_tables(outcome)
+        return outcome.reason
 
     def _abort_reason(self, running: list[InterferenceRun], samplers: list) -> str | None:
         died = self.server.died()
@@ -347,9 +372,27 @@ class TrialExecutor:
             frame.insert(0, "phase", ["warmup" if t <= warmup else "measure" for t in frame["t_s"]])
             frame["t_s"] = frame["t_s"] - warmup
             frame.to_csv(self.folder / "intervals.csv", index=False)
+        self._save_tables(outcome)
+        self.record.metrics.update(derived_costs(self.record.metrics))
+
+    def _save_tables(self, outcome: Outcome) -> None:
         for name, table in outcome.extra_tables.items():
             table.to_csv(self.folder / f"{name}.csv", index=False)
-        self.record.metrics.update(derived_costs(self.record.metrics))
+
+
+def check_client_logs(workload: ClientLogWorkload, folder: Path, conn: Any) -> Outcome:
+    """The files the client wrote in ``folder``, checked through ``conn`` (its database
+    selected): the workload's lookups run, its metrics, tables and failure reason returned."""
+    logs = {
+        path.name: path.read_text(errors="replace")
+        for path in sorted(folder.glob(workload.client_log_glob))
+    }
+    found: list[int] = []
+    with conn.cursor() as cur:
+        for sql in workload.client_log_queries(logs):
+            cur.execute(sql)
+            found.extend(int(row[0]) for row in cur.fetchall())
+    return workload.evaluate_client_logs(logs, found)
 
 
 def _global_status(conn: Any) -> dict[str, str]:

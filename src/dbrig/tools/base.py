@@ -17,7 +17,7 @@ Tools never start processes, read clocks or look at global state: the run side
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
@@ -221,6 +221,28 @@ class CheckedWorkload(Protocol):
 
     def evaluate_checks(self, counts: Mapping[str, int]) -> tuple[dict[str, float], str | None]:
         """Metrics to save and the failure reason naming the failed check, or None."""
+        ...
+
+
+@runtime_checkable
+class ClientLogWorkload(Protocol):
+    """A workload whose client writes files while it runs (the ids of the commits the server
+    acknowledged), checked against the database after the run (acked_writes' lost commits).
+
+    The run side starts the client in an empty folder of the trial, reads the files there
+    whose names match ``client_log_glob``, runs the tool's queries against the trial's
+    server and hands back what they found; the folder is removed with the trial's work.
+    """
+
+    client_log_glob: ClassVar[str]
+
+    def client_log_queries(self, logs: Mapping[str, str]) -> list[str]:
+        """From the files' texts by name, queries each returning one integer column."""
+        ...
+
+    def evaluate_client_logs(self, logs: Mapping[str, str], found: Iterable[int]) -> Outcome:
+        """Metrics to save, tables to save beside them (the lost ids) and a failure reason
+        (or None), from the files and the values the queries returned; no intervals."""
         ...
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dbrig.errors import ConfigError
+from dbrig.tools.acked_writes import AckedWritesTool
 from dbrig.tools.base import InterferenceTool, ToolInfo, WorkloadTool
 from dbrig.tools.mysqlslap import MysqlslapTool
 from dbrig.tools.stress_ng import StressNgTool
@@ -21,6 +22,7 @@ WORKLOAD_TOOLS: dict[str, type[WorkloadTool]] = {
     SysbenchTool.key: SysbenchTool,
     MysqlslapTool.key: MysqlslapTool,
     TpccTool.key: TpccTool,
+    AckedWritesTool.key: AckedWritesTool,
 }
 INTERFERENCE_TOOLS: dict[str, type[InterferenceTool]] = {
     StressNgTool.key: StressNgTool,
