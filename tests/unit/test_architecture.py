@@ -30,13 +30,14 @@ ALLOWED: dict[str, set[str]] = {
     "host": {"errors", "proc", "util"},
     "scenario": {"errors", "factors", "host", "tools", "util"},
     "server": {"errors", "endpoint", "ownership", "proc", "host", "scenario", "util"},
+    "remote": {"errors", "ownership", "proc", "util"},
     "store": {"errors", "ownership", "factors", "metrics", "util"},
     "analysis": {"errors", "factors", "metrics", "util"},
     "report": {"errors", "store", "analysis", "factors", "metrics", "tools", "util"},
     "run": LEAVES
-    | {"proc", "host", "sampling", "scenario", "server", "store", "tools", "analysis"},
+    | {"proc", "host", "sampling", "scenario", "server", "store", "tools", "analysis", "remote"},
     "commands": LEAVES
-    | {"proc", "host", "sampling", "scenario", "server", "store", "tools", "analysis"}
+    | {"proc", "host", "sampling", "scenario", "server", "store", "tools", "analysis", "remote"}
     | {"report", "run"},
     "cli": {"errors", "proc", "commands"},
 }

@@ -55,10 +55,16 @@ STOP_GRACE_S = 5  # the wrapper's wait between SIGTERM and SIGKILL of its group
 # lifecycle (ControlPersist would outlive the run) or bring back password prompts.
 RESERVED_OPTIONS = frozenset({"batchmode", "controlmaster", "controlpath", "controlpersist"})
 
+TIMES_MARKER = "dbrig-client-times"  # then ``times``: the shell's and its children's CPU
+_TIMES = re.compile(
+    rf"^{TIMES_MARKER}\n\d+m[\d.]+s \d+m[\d.]+s\n(\d+)m([\d.]+)s (\d+)m([\d.]+)s\n?",
+    re.MULTILINE,
+)
+
 # One line, so any login shell (csh too) passes it to sh unchanged.
 WRAPPER = "; ".join(
     [
-        'd=$1; f=$2; shift 2; trap "exit 143" TERM HUP INT',
+        'd=$1; f=$2; t=$3; shift 3; trap "exit 143" TERM HUP INT',
         'if [ -n "$d" ]; then umask 077; mkdir "$d" || exit 125; trap "rm -rf \\"$d\\"" EXIT'
         '; IFS= read -r n || exit 125; dd of="$d/$f" bs=1 count="$n" 2>/dev/null || exit 125; fi',
         "exec 3<&0 </dev/null",
@@ -67,7 +73,8 @@ WRAPPER = "; ".join(
         f"; for i in {' '.join(map(str, range(STOP_GRACE_S)))}"
         '; do kill -0 "$c" || break; sleep 1; done'
         '; [ -z "$d" ] || rm -rf "$d"; kill -KILL 0; } >/dev/null 2>&1 & w=$!',
-        'wait "$c"; r=$?; kill -KILL "$w" 2>/dev/null; exit "$r"',
+        'wait "$c"; r=$?; kill -KILL "$w" 2>/dev/null',
+        f'if [ -n "$t" ]; then echo {TIMES_MARKER} >&2; times >&2; fi; exit "$r"',
     ]
 )
 
@@ -137,10 +144,29 @@ def remote_command(argv: Sequence[str]) -> str:
     return shlex.join(str(a) for a in argv)
 
 
-def wrapped(argv: Sequence[str], secret: RemoteSecret | None = None) -> list[str]:
-    """``argv`` under the wrapper: stopped with its group when its stdin closes."""
+def wrapped(
+    argv: Sequence[str], secret: RemoteSecret | None = None, *, report_times: bool = False
+) -> list[str]:
+    """``argv`` under the wrapper: stopped with its group when its stdin closes.
+
+    ``report_times``: when it ends, the wrapper prints :data:`TIMES_MARKER` and its
+    ``times`` on stderr (:func:`client_times` reads and removes them).
+    """
     folder, name = (secret.folder, secret.name) if secret else ("", "")
-    return ["sh", "-c", WRAPPER, "dbrig-wrap", folder, name, *map(str, argv)]
+    times = "times" if report_times else ""
+    return ["sh", "-c", WRAPPER, "dbrig-wrap", folder, name, times, *map(str, argv)]
+
+
+def client_times(output: str) -> tuple[str, float | None, float | None]:
+    """The output without the wrapper's times lines, and the user and system CPU seconds
+    of the command it ran (None when they are missing: the connection broke first)."""
+    found = list(_TIMES.finditer(output))
+    if not found:
+        return output, None, None
+    last = found[-1]
+    user = int(last.group(1)) * 60 + float(last.group(2))
+    system = int(last.group(3)) * 60 + float(last.group(4))
+    return output[: last.start()] + output[last.end() :], user, system
 
 
 def secret_preamble(secret: RemoteSecret | None) -> bytes:
@@ -272,11 +298,13 @@ class SshHost:
         stdout: Path | None = None,
         merge_stderr: bool = True,
         secret: RemoteSecret | None = None,
+        report_times: bool = False,
     ) -> proc.Child:
         """Start ``argv`` there under the wrapper; stopping the returned (local) child, or
         losing the connection, stops the remote process group. ``secret`` is written to
         its 0600 file before ``argv`` starts (``secret.path`` goes in ``argv``)."""
-        local = [*self.command_prefix(), remote_command(wrapped(argv, secret))]
+        remote = wrapped(argv, secret, report_times=report_times)
+        local = [*self.command_prefix(), remote_command(remote)]
         child = proc.spawn(local, stdout=stdout, merge_stderr=merge_stderr, stdin_pipe=True)
         proc.feed(child, secret_preamble(secret))
         return child
