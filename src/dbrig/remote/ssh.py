@@ -87,7 +87,7 @@ class SshError(DbrigError):
 class SshTarget:
     """One host of a scenario's ``hosts:`` block: how the ssh client reaches it."""
 
-    name: str  # its key under hosts:
+    name: str  # its key under hosts: (the destination itself for doctor --host user@host)
     destination: str  # [user@]host, or a Host alias of ~/.ssh/config
     port: int | None = None
     options: Mapping[str, str] = field(default_factory=dict)  # extra -o Key=Value
@@ -96,7 +96,7 @@ class SshTarget:
     def label(self) -> str:
         """``hosts.db1 (root@db1:2222)``: what an error line names."""
         where = self.destination + (f":{self.port}" if self.port else "")
-        return f"hosts.{self.name} ({where})"
+        return where if self.name == self.destination else f"hosts.{self.name} ({where})"
 
 
 @dataclass(frozen=True)
