@@ -9,10 +9,13 @@ Remote processes never outlive the run. Every command runs under :data:`WRAPPER`
 few lines of POSIX sh that start it in the background and watch their own stdin, a pipe
 dbrig holds open: at EOF (dbrig stopped the local ``ssh``, the connection dropped, or
 dbrig died and the kernel closed the pipe) the wrapper sends SIGTERM to its process
-group (sshd makes each session one), then SIGKILL once the command is gone (5 s at
-most). ``ssh -tt`` would give
-SIGHUP on hang-up too, but a terminal merges stderr into stdout and turns ``\\n`` into
-``\\r\\n`` in the tool's output; the wrapper leaves the output as the tool wrote it.
+group, then SIGKILL once the command is gone (5 s at most). The group is the ssh
+session's: sshd makes each session its own, and the remote command line starts with
+``exec`` so the wrapper is its leader. The wrapper signals the group numbered by its own
+pid, so run anywhere it is not a group leader, it signals nothing (never its caller's).
+``ssh -tt`` would give SIGHUP on hang-up too, but a terminal merges stderr into stdout
+and turns ``\\n`` into ``\\r\\n`` in the tool's output; the wrapper leaves the output
+as the tool wrote it.
 
 A secret (a client's password file) travels on the same stdin, before the watch
 begins: the wrapper makes a private folder (``umask 077``, ``mkdir`` fails if the name
@@ -69,10 +72,10 @@ WRAPPER = "; ".join(
         '; IFS= read -r n || exit 125; dd of="$d/$f" bs=1 count="$n" 2>/dev/null || exit 125; fi',
         "exec 3<&0 </dev/null",
         '"$@" & c=$!',
-        "{ trap '' TERM; while read -r _; do :; done <&3; kill -TERM 0"
+        "{ trap '' TERM; while read -r _; do :; done <&3; kill -TERM -$$"
         f"; for i in {' '.join(map(str, range(STOP_GRACE_S)))}"
         '; do kill -0 "$c" || break; sleep 1; done'
-        '; [ -z "$d" ] || rm -rf "$d"; kill -KILL 0; } >/dev/null 2>&1 & w=$!',
+        '; [ -z "$d" ] || rm -rf "$d"; kill -KILL -$$; } >/dev/null 2>&1 & w=$!',
         'wait "$c"; r=$?; kill -KILL "$w" 2>/dev/null',
         f'if [ -n "$t" ]; then echo {TIMES_MARKER} >&2; times >&2; fi; exit "$r"',
     ]
@@ -140,8 +143,9 @@ def ssh_options(target: SshTarget, control_path: Path) -> list[str]:
 
 
 def remote_command(argv: Sequence[str]) -> str:
-    """One string the remote login shell splits back into ``argv`` exactly."""
-    return shlex.join(str(a) for a in argv)
+    """One string the remote login shell splits back into ``argv`` exactly, and execs
+    (the command takes the place of the shell: it leads the session's process group)."""
+    return "exec " + shlex.join(str(a) for a in argv)
 
 
 def wrapped(
