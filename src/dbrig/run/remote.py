@@ -132,6 +132,30 @@ def lost_connection(host: SshHost, returncode: int, output: str) -> str | None:
     return f"{host.target.label}: the ssh connection was lost: {connection_error(output)}"
 
 
+def display_endpoint(plan: Plan, cell: Cell) -> Endpoint:
+    """Where a remote cell's client would connect, for --dry-run (placeholders, no secret)."""
+    workload = workload_for(cell.scenario.workload)
+    spec = plan.scenario.server_specs[cell.server]
+    if isinstance(spec, ExternalServer):
+        secret = spec.password_env or spec.defaults_file
+        return Endpoint(
+            user=spec.user,
+            database=workload.database,
+            host=spec.host,
+            port=spec.port,
+            client_options_file=Path("<0600 file on the client host>") if secret else None,
+        )
+    return Endpoint("root", workload.database, host="127.0.0.1", port=0)
+
+
+def display_run(plan: Plan, cell: Cell, argv: list[str]) -> str:
+    """The dry run's line for a remote cell's run (port 0: the forwarded port, chosen then)."""
+    name = cell_host(cell)
+    assert name is not None
+    text = " ".join(argv).replace("--mysql-port=0", "--mysql-port=<forwarded>")
+    return f"ssh {plan.scenario.hosts[name].ssh} -- {text}"
+
+
 # -- preflight -------------------------------------------------------------------------------
 
 
