@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
@@ -24,6 +25,7 @@ from dbrig.remote.ssh import (
     ssh_options,
     wrapped,
 )
+from dbrig.run.remote import check_client_hosts
 from dbrig.scenario import plan_from_dict
 
 TARGET = SshTarget("db1", "root@db1", 2222, {"IdentityFile": "/k", "ConnectTimeout": "3"})
@@ -58,8 +60,9 @@ def run_held(argv: list[str], data: bytes = b"") -> tuple[int, str, str]:
         start_new_session=True,
     )
     assert child.stdin is not None and child.stdout is not None and child.stderr is not None
-    child.stdin.write(data)
-    child.stdin.flush()
+    with contextlib.suppress(BrokenPipeError):  # it may exit before reading (exit 125)
+        child.stdin.write(data)
+        child.stdin.flush()
     code = child.wait(timeout=30)
     child.stdin.close()
     return code, child.stdout.read().decode(), child.stderr.read().decode()
@@ -175,3 +178,18 @@ def test_dbrigs_own_ssh_options_are_refused() -> None:
 def test_an_ssh_destination_cannot_be_an_option() -> None:
     with pytest.raises(ConfigError, match=r"hosts.load1.ssh"):
         plan_from_dict(scenario(hosts={"load1": {"ssh": "-oProxyCommand=x"}}), source="s.yaml")
+
+
+def test_a_remote_client_cannot_use_files_of_this_machine(tmp_path: Path) -> None:
+    script = tmp_path / "mine.lua"
+    script.write_text("function event() end\n")
+    fileio = {
+        "test": "fileio",
+        "file_total_size": "16M",
+        "file_test_mode": "seqrd",
+        "host": "load1",
+    }
+    for block in ({"script": str(script), "host": "load1"}, fileio):
+        plan = plan_from_dict(scenario(workload={"sysbench": block}), source="s.yaml")
+        with pytest.raises(ConfigError, match=r"s.yaml: workload.sysbench.host: .*cannot"):
+            check_client_hosts(plan)  # refused before any connection is tried

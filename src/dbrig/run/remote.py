@@ -180,9 +180,30 @@ def check_client_hosts(plan: Plan, *, strict: bool = True) -> dict[str, str]:
     return binaries
 
 
+def _check_what_runs_there(workload: WorkloadTool) -> None:
+    """A remote client runs the tool's measured run only: files of this machine it would
+    read, or a work folder prepared here, are not there."""
+    key = f"workload.{workload.key}.host"
+    if workload.inputs():
+        names = ", ".join(str(p) for p in workload.inputs().values())
+        raise ConfigError(
+            f"{key}: the workload reads {names}, a file of this machine; a client on "
+            "another host cannot run it",
+            hint="run dbrig on that host, or leave host out",
+        )
+    if not workload.needs_server and workload.space_needed() > 0:
+        raise ConfigError(
+            f"{key}: {workload.title} works in files prepared where dbrig runs; "
+            "a client on another host cannot",
+            hint="run dbrig on that host, or leave host out",
+        )
+
+
 def _check_one_host(host: SshHost, cells: list[Cell]) -> str:
-    host.check_reachable()
     workload = workload_for(cells[0].scenario.workload)
+    for cell in cells:
+        _check_what_runs_there(workload_for(cell.scenario.workload))
+    host.check_reachable()
     key = f"workload.{workload.key}.host"
     info = workload.info
     binary = host.which(info.binaries)
