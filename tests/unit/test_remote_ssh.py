@@ -64,7 +64,8 @@ def run_held(argv: list[str], data: bytes = b"") -> tuple[int, str, str]:
         child.stdin.write(data)
         child.stdin.flush()
     code = child.wait(timeout=30)
-    child.stdin.close()
+    with contextlib.suppress(BrokenPipeError):
+        child.stdin.close()
     return code, child.stdout.read().decode(), child.stderr.read().decode()
 
 
