@@ -15,6 +15,7 @@ from dbrig import ownership
 from dbrig.errors import ConfigError
 from dbrig.remote.ssh import (
     TIMES_MARKER,
+    LocalHost,
     RemoteSecret,
     SshTarget,
     client_times,
@@ -194,3 +195,11 @@ def test_a_remote_client_cannot_use_files_of_this_machine(tmp_path: Path) -> Non
         plan = plan_from_dict(scenario(workload={"sysbench": block}), source="s.yaml")
         with pytest.raises(ConfigError, match=r"s.yaml: workload.sysbench.host: .*cannot"):
             check_client_hosts(plan)  # refused before any connection is tried
+
+
+def test_the_local_host_answers_the_same_calls() -> None:
+    local = LocalHost()
+    local.connect()
+    assert local.command_prefix() == [] and local.argv(["echo", "a b"]) == ["echo", "a b"]
+    assert local.run(["sh", "-c", "cat; echo $0", "x"], input=b"in ") == (0, "in x\n")
+    local.close()

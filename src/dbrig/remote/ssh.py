@@ -193,6 +193,13 @@ class SshHost:
     ``connect()`` opens (or reopens) the master connection; ``command_prefix()`` is the
     argv that runs one command string there; ``argv()``, ``run()`` and ``spawn()`` build
     on it; ``close()`` ends the connection and removes the control folder.
+    :class:`LocalHost` answers the same calls for this machine.
+
+    ``command_prefix() + [cmd]`` takes ONE command string, which the remote login shell
+    splits: build it with :func:`remote_command` (``argv()`` does), never by joining.
+    A command that reads its own stdin (a JSON-lines agent) cannot run under the wrapper,
+    which owns stdin: use ``argv(..., wrap=False)`` and have it stop its own children
+    when its stdin reaches EOF; it still dies with the connection (sshd closes its pipes).
     """
 
     def __init__(self, target: SshTarget) -> None:
@@ -349,6 +356,46 @@ class SshHost:
             self._control("cancel", "-R", f"{remote_port}:127.0.0.1:{port}"),
             timeout_s=QUICK_TIMEOUT_S,
         )
+
+
+class LocalHost:
+    """:class:`SshHost`'s calls for this machine: no connection, no wrapper (proc.py
+    already runs every child in its own group and stops it on every way out)."""
+
+    name = "local"
+
+    def command_prefix(self) -> list[str]:
+        return []
+
+    def argv(self, argv: Sequence[str], *, wrap: bool = True) -> list[str]:
+        return [str(a) for a in argv]
+
+    def connect(self) -> None:
+        pass
+
+    def check_reachable(self) -> None:
+        pass
+
+    def is_connected(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: bytes | None = None,
+        timeout_s: float = QUICK_TIMEOUT_S,
+        wrap: bool = True,
+    ) -> tuple[int, str]:
+        return proc.capture(self.argv(argv), timeout_s=timeout_s, input=input)
+
+    def spawn(
+        self, argv: Sequence[str], *, stdout: Path | None = None, merge_stderr: bool = True
+    ) -> proc.Child:
+        return proc.spawn(self.argv(argv), stdout=stdout, merge_stderr=merge_stderr)
 
 
 def remove_orphaned_control_dirs(tmp: Path) -> list[Path]:
