@@ -214,7 +214,7 @@ class SshHost:
     @property
     def control_path(self) -> Path:
         if self._folder is None:
-            tmp = Path(tempfile.gettempdir())
+            tmp = _short_tmp()
             remove_orphaned_control_dirs(tmp)
             self._folder = Path(tempfile.mkdtemp(prefix=CONTROL_DIR_PREFIX, dir=tmp))
             ownership.mark_owned(self._folder, role=CONTROL_ROLE, owner_pid=os.getpid())
@@ -396,6 +396,13 @@ class LocalHost:
         self, argv: Sequence[str], *, stdout: Path | None = None, merge_stderr: bool = True
     ) -> proc.Child:
         return proc.spawn(self.argv(argv), stdout=stdout, merge_stderr=merge_stderr)
+
+
+def _short_tmp() -> Path:
+    """$TMPDIR, or /tmp when it is long: ssh binds the control socket (and a temporary
+    name 17 bytes longer) under the 107-byte limit of unix socket paths."""
+    tmp = tempfile.gettempdir()
+    return Path(tmp if len(tmp) < 40 else "/tmp")
 
 
 def remove_orphaned_control_dirs(tmp: Path) -> list[Path]:
