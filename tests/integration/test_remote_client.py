@@ -28,6 +28,7 @@ from tests.integration.helpers import (
     only_run_dir,
     read_json,
     run_main,
+    sigkill_dbrig_mid_trial,
     tiny_scenario,
     write_scenario,
 )
@@ -255,3 +256,24 @@ def test_doctor_checks_a_remote_host(
     result = run_main(["doctor", "--host", "nope", "--scenario", str(path)], capsys)
     assert result.code == 2
     assert "'nope' is not a key of hosts:" in one_error_line(result.err)
+
+
+def test_sigkill_of_dbrig_stops_the_remote_client_and_the_next_run_cleans_up(
+    tmp_path: Path, short_tmp: Path, sshd: Sshd, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = remote_scenario(sshd)
+    scenario["workload"]["sysbench"]["time"] = 30
+    path = write_scenario(tmp_path / "s.yaml", scenario)
+
+    def remote_sysbench() -> bool:
+        return any(p.name() == "sysbench" for p in sshd.session_processes())
+
+    args: list[str | Path] = ["run", path, "--out", tmp_path / "runs"]
+    assert (
+        sigkill_dbrig_mid_trial(args, tmp_path, what="remote sysbench", ready=remote_sysbench) == []
+    )
+    assert not sshd.wait_sessions_gone(), "the remote client died with the connection"
+    assert control_folders(short_tmp), "SIGKILL left the control folder"
+    result = run_main(["doctor", "--host", "load1", "--scenario", str(path)], capsys)
+    assert result.code == 0, result.err
+    assert not control_folders(short_tmp), "the next dbrig removed it"
