@@ -104,6 +104,8 @@ def test_a_remote_client_gives_a_local_ones_columns_and_survives_a_lost_connecti
     expected = {k for k in local["metrics"] if not k.startswith(LOCAL_PROCESS_COLUMNS)}
     assert expected <= set(remote["metrics"]), expected - set(remote["metrics"])
     assert remote["metrics"]["client_user_cpu_s"] > 0, "the wrapper's times came back"
+    tools = read_json(run / "run.json")["environment"]["tools"]
+    assert tools["workload@load1"].startswith("sysbench 1.0.20")
     assert not control_folders(short_tmp), "the control folder is removed"
     assert not sshd.wait_sessions_gone(), "no remote process outlives the run"
 

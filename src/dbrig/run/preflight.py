@@ -17,7 +17,7 @@ from dbrig.errors import ConfigError, ToolMissing
 from dbrig.host import probe
 from dbrig.host import settings as host_settings
 from dbrig.run.commands import trial_commands
-from dbrig.run.remote import check_client_hosts
+from dbrig.run.remote import ClientTool, check_client_hosts
 from dbrig.run.workdir import check_work_parent
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary, find_server
@@ -35,16 +35,17 @@ class Toolbox:
     interference: dict[str, Path]  # by the tool's YAML key: only the tools some cell uses
     interference_versions: dict[str, str | None]
     servers: dict[str, ServerBinary]
-    # The workload binary's path on each client host (``workload.<tool>.host``), by name.
-    remote_workload: dict[str, str] = field(default_factory=dict)
+    # The workload's binary on each client host (``workload.<tool>.host``), by name.
+    remote_workload: dict[str, ClientTool] = field(default_factory=dict)
 
     def versions(self) -> dict[str, str | None]:
-        """For run.json: the workload's, every interference tool's (None when unused), and
-        each server's version line."""
+        """For run.json: the workload's, every interference tool's (None when unused),
+        each server's version line, and the workload's on each client host."""
         return {
             "workload": self.workload_version,
             **{key: self.interference_versions.get(key) for key in INTERFERENCE_TOOLS},
             **{f"server:{n}": b.version_line for n, b in self.servers.items()},
+            **{f"workload@{n}": t.version for n, t in self.remote_workload.items()},
         }
 
 

@@ -59,9 +59,9 @@ def cell_host(cell: Cell) -> str | None:
 class RemoteClients:
     """The run's ssh connections, one per client host, opened when first used."""
 
-    def __init__(self, scenario: Scenario, binaries: dict[str, str]) -> None:
+    def __init__(self, scenario: Scenario, tools: dict[str, ClientTool]) -> None:
         self.scenario = scenario
-        self.binaries = binaries  # host name -> the workload tool's path there
+        self.binaries = {name: tool.path for name, tool in tools.items()}
         self.hosts: dict[str, SshHost] = {}
 
     def host(self, name: str) -> SshHost:
@@ -159,15 +159,23 @@ def display_run(plan: Plan, cell: Cell, argv: list[str]) -> str:
 # -- preflight -------------------------------------------------------------------------------
 
 
-def check_client_hosts(plan: Plan, *, strict: bool = True) -> dict[str, str]:
+@dataclass(frozen=True)
+class ClientTool:
+    """The workload's binary on a client host, found by preflight."""
+
+    path: str
+    version: str | None  # its version line, for run.json (``workload@<host>``)
+
+
+def check_client_hosts(plan: Plan) -> dict[str, ClientTool]:
     """Every client host answers, has the workload's binary and the cores it is pinned to;
-    the workload binary's path on each, by host name. One line naming the host and its key
-    otherwise (the run has not started)."""
+    the binary on each, by host name. One line naming the host and its key otherwise (the
+    run has not started)."""
     used: dict[str, list[Cell]] = {}
     for cell in plan.cells:
         if (name := cell_host(cell)) is not None:
             used.setdefault(name, []).append(cell)
-    binaries: dict[str, str] = {}
+    binaries: dict[str, ClientTool] = {}
     for name, cells in sorted(used.items()):
         _check_reachable_servers(plan, name, cells)
         host = SshHost(target(plan.scenario, name))
@@ -199,7 +207,7 @@ def _check_what_runs_there(workload: WorkloadTool) -> None:
         )
 
 
-def _check_one_host(host: SshHost, cells: list[Cell]) -> str:
+def _check_one_host(host: SshHost, cells: list[Cell]) -> ClientTool:
     workload = workload_for(cells[0].scenario.workload)
     for cell in cells:
         _check_what_runs_there(workload_for(cell.scenario.workload))
@@ -225,7 +233,9 @@ def _check_one_host(host: SshHost, cells: list[Cell]) -> str:
                 f"workload.{workload.key}.cpus: core {max(pinned)} does not exist on "
                 f"{host.target.label} ({count} cores: 0-{count - 1})"
             )
-    return binary
+    code, output = host.run([binary, *info.version_args], wrap=False)
+    lines = output.strip().splitlines()
+    return ClientTool(binary, lines[0] if code == 0 and lines else None)
 
 
 def _check_reachable_servers(plan: Plan, name: str, cells: list[Cell]) -> None:
