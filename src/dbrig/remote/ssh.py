@@ -234,7 +234,7 @@ class SshHost:
 
     def connect(self) -> None:
         """Open the master connection, or reopen it if it died; SshError says why not."""
-        if self._master is not None and self._master.poll() is None and self._answers():
+        if self.is_connected():
             return
         self._stop_master()
         log_file = self.control_path.parent / "master.log"
@@ -262,7 +262,8 @@ class SshHost:
         return [SSH, *options, "-O", command, *extra, self.target.destination]
 
     def is_connected(self) -> bool:
-        return self._master is not None and self._master.poll() is None
+        """The master connection is up and answers."""
+        return self._master is not None and self._master.poll() is None and self._answers()
 
     def check_reachable(self) -> None:
         """Connected and a command runs there; SshError naming the host otherwise."""

@@ -126,8 +126,9 @@ def _to_external(host: SshHost, server: ExternalServerHandle, workload: Workload
 
 
 def lost_connection(host: SshHost, returncode: int, output: str) -> str | None:
-    """The trial's failure reason when ssh itself failed (exit 255), else None."""
-    if returncode != SSH_FAILED:
+    """The trial's failure reason when ssh itself failed (exit 255 and the connection
+    gone: a tool that exits 255 over a live connection is the tool's failure), else None."""
+    if returncode != SSH_FAILED or host.is_connected():
         return None
     return f"{host.target.label}: the ssh connection was lost: {connection_error(output)}"
 
