@@ -8,8 +8,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.dbrig-installed
 SYSTEM_PACKAGES := mariadb-server mariadb-client sysbench stress-ng
 # chromium opens the HTML report in the browser test (no browser download); xfsprogs
-# makes an XFS loop mount for the reflink test.
-TEST_PACKAGES := chromium xfsprogs
+# makes an XFS loop mount for the reflink test; openssh-server is the throwaway sshd on
+# 127.0.0.1 that the remote-client tests reach over ssh (its client comes with it).
+TEST_PACKAGES := chromium xfsprogs openssh-server
 
 .PHONY: demo test lint system-packages test-packages clean old-server
 

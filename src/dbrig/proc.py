@@ -220,6 +220,9 @@ class Child:
         reaped_elsewhere: bool = False,
     ) -> None:
         self.popen.returncode = returncode
+        if self.popen.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.popen.stdin.close()
         self._finished = Finished(
             argv=self.argv,
             returncode=returncode,
@@ -240,10 +243,13 @@ def spawn(
     merge_stderr: bool = False,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    stdin_pipe: bool = False,
 ) -> Child:
     """Start ``argv`` in its own process group; output goes to the given files (else /dev/null).
 
     With ``merge_stderr`` stderr goes to the stdout file, in the order it was printed.
+    With ``stdin_pipe`` its stdin is a pipe held open by ``child.popen.stdin`` (else
+    /dev/null): an ssh command's remote side watches it to know dbrig is still there.
     """
     argv = [str(a) for a in argv]
     _require_found(argv[0])  # before the output files are created
@@ -253,7 +259,7 @@ def spawn(
             err: Any = subprocess.STDOUT
         else:
             err = files.enter_context(open(stderr, "ab")) if stderr else subprocess.DEVNULL
-        return _spawn_into(argv, out, err, env=env, cwd=cwd)
+        return _spawn_into(argv, out, err, env=env, cwd=cwd, stdin_pipe=stdin_pipe)
 
 
 def spawn_piped(
@@ -297,6 +303,7 @@ def _spawn_into(
     *,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    stdin_pipe: bool = False,
 ) -> Child:
     """Log, start and register ``argv`` writing to open handles (the caller closes them).
 
@@ -308,7 +315,8 @@ def _spawn_into(
     child: Child | None = None
     held = _HeldSignals()
     try:
-        child = _start_held(prefix, argv, out, err, full_env, cwd, held)
+        stdin = subprocess.PIPE if stdin_pipe else subprocess.DEVNULL
+        child = _start_held(prefix, argv, out, err, full_env, cwd, held, stdin=stdin)
     finally:
         if child is None:
             held.deliver()  # the start failed: a Ctrl-C that arrived meanwhile still counts
@@ -418,23 +426,45 @@ def _wait_or_stop(
     return done
 
 
-def capture(argv: Sequence[str], *, timeout_s: float = 30.0) -> tuple[int, str]:
+def capture(
+    argv: Sequence[str],
+    *,
+    timeout_s: float = 30.0,
+    input: bytes | None = None,
+    hold_stdin: bool = False,
+) -> tuple[int, str]:
     """Run a quick command and return (returncode, stdout+stderr): for version probes.
 
-    127 when the command is not found; -1 when it ran out of time (its group is killed).
+    ``input`` is written to its stdin, which is then closed (a secret travels this way,
+    never in argv), or with ``hold_stdin`` kept open until the command exits. 127 when
+    the command is not found; -1 when it ran out of time (its group is killed).
     """
     argv = [str(a) for a in argv]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
             _require_found(argv[0])
-            child = _spawn_into(argv, out, err)
+            child = _spawn_into(argv, out, err, stdin_pipe=input is not None)
         except ToolMissing:
             return 127, ""
+        if input is not None:
+            feed(child, input, close=not hold_stdin)
         done = _wait_or_stop(child, timeout_s, grace_s=_CAPTURE_KILL_WAIT_S, sig=signal.SIGKILL)
         if done.timed_out:
             log.warning("%s did not finish within %g s: killed", argv[0], timeout_s)
             return -1, ""
         return done.returncode, _read_all(out) + _read_all(err)
+
+
+def feed(child: Child, data: bytes, *, close: bool = False) -> None:
+    """Write ``data`` to a child's stdin pipe (a child that already exited is not an error)."""
+    stdin = child.popen.stdin
+    if stdin is None:
+        raise ValueError("the child was started without stdin_pipe")
+    with contextlib.suppress(BrokenPipeError, OSError):
+        stdin.write(data)
+        stdin.flush()
+        if close:
+            stdin.close()
 
 
 def _read_all(handle: Any) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.helpers import LEAK_TAG, kill_leftovers
+from tests.integration.sshd import SSHD, Sshd, start_sshd, stop_sshd
 
 
 @pytest.hookimpl(wrapper=True)
@@ -42,3 +43,15 @@ def short_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     monkeypatch.setenv(LEAK_TAG, str(tmp_path))
     yield short
     shutil.rmtree(short, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def sshd() -> Iterator[Sshd]:
+    """A throwaway sshd on 127.0.0.1 (key login as root) for the remote-host tests."""
+    if not SSHD.exists():
+        pytest.skip("openssh-server is not installed (/usr/sbin/sshd)")
+    server = start_sshd()
+    try:
+        yield server
+    finally:
+        stop_sshd(server)

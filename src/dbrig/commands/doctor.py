@@ -12,9 +12,12 @@ import click
 from rich.table import Table
 
 from dbrig.commands.console import out_console, print_line
-from dbrig.errors import EXIT_BAD_INPUT, DbrigError
+from dbrig.errors import EXIT_BAD_INPUT, ConfigError, DbrigError
 from dbrig.host import probe
 from dbrig.proc import which
+from dbrig.remote.ssh import SshError, SshHost, SshTarget
+from dbrig.run.remote import target
+from dbrig.scenario import load
 from dbrig.server.binary import find_server
 from dbrig.server.sandbox import MAX_SOCKET_PATH
 from dbrig.tools.base import ToolInfo
@@ -104,6 +107,57 @@ def _existing_parent(path: Path) -> Path:
     return path
 
 
+# One ssh round trip for the facts of a remote host, as ``key=value`` lines.
+_REMOTE_FACTS = (
+    'echo "user=$(id -un)"; echo "cpus=$(getconf _NPROCESSORS_ONLN)"'
+    "; echo \"cpu_model=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)\""
+    "; echo \"mem_kib=$(sed -n 's/^MemTotal: *\\([0-9]*\\).*/\\1/p' /proc/meminfo)\""
+    '; echo "kernel=$(uname -sr)"'
+)
+
+
+def remote_target(host: str, scenario: Path | None, port: int | None) -> SshTarget:
+    """``--host``: a key of the scenario's ``hosts:`` (with ``--scenario``), else an ssh
+    destination as ``ssh`` takes it (``user@host`` or a Host alias of ~/.ssh/config)."""
+    if scenario is None:
+        return SshTarget(host, host, port)
+    plan_scenario = load(scenario).scenario
+    if host not in plan_scenario.hosts:
+        known = ", ".join(sorted(plan_scenario.hosts)) or "none"
+        raise ConfigError(f"--host: '{host}' is not a key of hosts: in {scenario} (known: {known})")
+    return target(plan_scenario, host)
+
+
+def remote_checks(host: SshHost) -> Iterator[Check]:
+    """What a client host offers: the connection, the tools, its CPUs and memory."""
+    host.check_reachable()
+    yield Check("ssh", True, f"{host.target.label}: connected, key accepted")
+    for info, required in all_tools():
+        yield _remote_tool(host, info, required)
+    yield _remote_tool(host, TASKSET, required=False)
+    _, output = host.run(["sh", "-c", _REMOTE_FACTS], wrap=False)
+    facts = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
+    yield Check("user", True, facts.get("user") or "?")
+    yield Check("cpu", True, f"{facts.get('cpus') or '?'} x {facts.get('cpu_model') or '?'}")
+    kib = facts.get("mem_kib") or ""
+    yield Check("memory", True, f"{int(kib) / 2**20:.1f} GiB" if kib.isdigit() else "?")
+    yield Check("kernel", True, facts.get("kernel") or "?")
+
+
+TASKSET = ToolInfo(name="taskset", binaries=("taskset",), package="util-linux")
+
+
+def _remote_tool(host: SshHost, info: ToolInfo, required: bool) -> Check:
+    path = host.which(info.binaries)
+    if path is None:
+        detail = f"{' or '.join(info.binaries)} not found on {host.target.destination}"
+        return Check(info.name, False, detail, required, package=info.package)
+    code, output = host.run([path, *info.version_args], wrap=False)
+    lines = output.strip().splitlines()
+    version = lines[0] if code == 0 and lines else None
+    return Check(info.name, True, f"{version or 'version unknown'} ({path})", required)
+
+
 @click.command("doctor")
 @click.option(
     "--workdir",
@@ -112,12 +166,39 @@ def _existing_parent(path: Path) -> Path:
     show_default=True,
     help="Where runs will be written (checked for filesystem and reflink support).",
 )
-def doctor_command(workdir: Path) -> None:
+@click.option(
+    "--host",
+    "host_name",
+    metavar="HOST",
+    help="Check a remote client host over ssh instead: a key of --scenario's hosts:, "
+    "or an ssh destination (user@host, or a Host alias of ~/.ssh/config).",
+)
+@click.option(
+    "--scenario",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="The scenario whose hosts: block names --host.",
+)
+@click.option("--port", type=click.IntRange(1, 65535), help="ssh port for a --host destination.")
+def doctor_command(
+    workdir: Path, host_name: str | None, scenario: Path | None, port: int | None
+) -> None:
     """Which servers and tools are found, their versions, and what this host supports."""
+    if host_name is None and (scenario is not None or port is not None):
+        raise ConfigError("--scenario and --port go with --host")
     t = Table(title="dbrig doctor", show_header=True)
     t.add_column("check")
     t.add_column("result", overflow="fold")
-    found = list(checks(workdir))
+    if host_name is not None:
+        remote = SshHost(remote_target(host_name, scenario, port))
+        try:
+            found = list(remote_checks(remote))
+        except SshError as exc:
+            raise ConfigError(f"--host: {exc.message}") from None
+        finally:
+            remote.close()
+        t.title = f"dbrig doctor --host {host_name}"
+    else:
+        found = list(checks(workdir))
     for check in found:
         t.add_row(check.name, ("" if check.ok else "[red]MISSING[/red] ") + check.detail)
     console = out_console()

@@ -11,6 +11,8 @@ from dbrig.endpoint import Endpoint
 from dbrig.run.commands import trial_commands
 from dbrig.run.datasets import data_set_id, prepare_steps, prepared_before_every_trial
 from dbrig.run.preflight import cell_endpoint, check_host, find_binaries
+from dbrig.run.remote import cell_host, display_run
+from dbrig.run.remote import display_endpoint as remote_endpoint
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.sandbox import my_cnf_lines
 from dbrig.tools.base import WorkloadTool
@@ -54,7 +56,14 @@ def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
             where = commands.workload.work_root or "beside the run directory"
             yield f"  no server: {commands.workload.title} needs none (works in a folder {where})"
         yield from _prepare_lines(cell, commands.workload, endpoint, workload_binary, loads)
-        yield "  run: " + " ".join(proc.redact(commands.argv))
+        if cell_host(cell) is None:
+            yield "  run: " + " ".join(proc.redact(commands.argv))
+        else:  # the tool's name: its path there is found when the run connects
+            binary = Path(commands.workload.info.binaries[0])
+            remote = trial_commands(
+                cell.scenario, remote_endpoint(plan, cell), binary, interference_binaries
+            )
+            yield "  run: " + display_run(plan, cell, proc.redact(remote.argv))
         for interference in commands.interference:
             yield f"  {interference.role}: " + " ".join(proc.redact(interference.argv))
         yield from _server_lines(cell.scenario.server_specs[cell.server])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dbrig import proc
@@ -17,11 +17,12 @@ from dbrig.errors import ConfigError, ToolMissing
 from dbrig.host import probe
 from dbrig.host import settings as host_settings
 from dbrig.run.commands import trial_commands
+from dbrig.run.remote import ClientTool, check_client_hosts
 from dbrig.run.workdir import check_work_parent
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary, find_server
 from dbrig.server.external import ExternalConnection
-from dbrig.tools.base import SizedDataSet, ToolInfo, WorkloadTool, client_cpus
+from dbrig.tools.base import SizedDataSet, ToolInfo, WorkloadTool, client_cpus, client_host
 from dbrig.tools.registry import INTERFERENCE_TOOLS, interference_for, workload_for
 
 
@@ -34,14 +35,17 @@ class Toolbox:
     interference: dict[str, Path]  # by the tool's YAML key: only the tools some cell uses
     interference_versions: dict[str, str | None]
     servers: dict[str, ServerBinary]
+    # The workload's binary on each client host (``workload.<tool>.host``), by name.
+    remote_workload: dict[str, ClientTool] = field(default_factory=dict)
 
     def versions(self) -> dict[str, str | None]:
-        """For run.json: the workload's, every interference tool's (None when unused), and
-        each server's version line."""
+        """For run.json: the workload's, every interference tool's (None when unused),
+        each server's version line, and the workload's on each client host."""
         return {
             "workload": self.workload_version,
             **{key: self.interference_versions.get(key) for key in INTERFERENCE_TOOLS},
             **{f"server:{n}": b.version_line for n, b in self.servers.items()},
+            **{f"workload@{n}": t.version for n, t in self.remote_workload.items()},
         }
 
 
@@ -49,12 +53,14 @@ def preflight(plan: Plan, out: Path | None = None) -> Toolbox:
     """Find every binary and check every cell against this host; raises before anything runs."""
     workload, interference = find_binaries(plan, strict=True)
     servers = check_host(plan, out, workload, interference, strict=True)
+    remote = check_client_hosts(plan)
     return Toolbox(
         workload=workload,
         workload_version=probe.tool_version(workload),
         interference=interference,
         interference_versions={k: probe.tool_version(p) for k, p in interference.items()},
         servers=servers,
+        remote_workload=remote,
     )
 
 
@@ -74,7 +80,9 @@ def check_host(
         for cell in plan.cells:
             for tool in interference_for(cell.scenario.interference):
                 tool.check_host(cpu_count)
-            _check_client_cores(workload_for(cell.scenario.workload), cpu_count)
+            tool = workload_for(cell.scenario.workload)
+            if client_host(tool) is None:  # a remote client's cores: check_client_hosts
+                _check_client_cores(tool, cpu_count)
             # Building the commands is where a driver refuses what its tool cannot do.
             trial_commands(cell.scenario, cell_endpoint(plan, cell), workload, interference)
     except ConfigError as exc:  # the drivers know the key, not the file

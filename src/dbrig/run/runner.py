@@ -35,6 +35,7 @@ from dbrig.run.commands import DEFAULT_EVENTS_TIMEOUT_S
 from dbrig.run.datasets import NO_SERVER, AnyHandle
 from dbrig.run.preflight import Toolbox, datadir_device
 from dbrig.run.progress import LiveLine, Progress
+from dbrig.run.remote import RemoteClients
 from dbrig.run.trial import Follow, TrialContext, TrialExecutor, TrialRecord
 from dbrig.run.workdir import WorkDirHandle, remove_abandoned
 from dbrig.scenario import ExternalServer, ManagedServer, Plan, Trial
@@ -90,6 +91,9 @@ class Runner:
             devices=[device.name] if device else None,
             system=host_settings.SystemState(device) if uses_system else None,
             events_timeout_s=events_timeout_s,
+            remote=RemoteClients(plan.scenario, tools.remote_workload)
+            if tools.remote_workload
+            else None,
         )
 
     def _server(self, name: str) -> AnyHandle:
@@ -196,6 +200,7 @@ class Runner:
                     self._server(name)
         steps = [
             *(lambda h=h: h.close(keep_data=keep) for h in self.servers.values()),
+            *([self.context.remote.close] if self.context.remote is not None else []),
             proc.stop_all,
             self._write_results,
         ]

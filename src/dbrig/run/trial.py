@@ -22,10 +22,12 @@ from typing import Any
 import pymysql
 
 from dbrig import proc, sampling, store
+from dbrig.endpoint import Endpoint
 from dbrig.errors import DbrigError, DiskFull, ServerInitError
 from dbrig.host.settings import SystemState
 from dbrig.remote.samples import CLIENT_FOLDER, merge_remote_samples
 from dbrig.remote.server import RemoteServerHandle
+from dbrig.remote.ssh import client_times
 from dbrig.run.commands import (
     DEFAULT_EVENTS_TIMEOUT_S,
     InterferenceCommand,
@@ -34,10 +36,17 @@ from dbrig.run.commands import (
 )
 from dbrig.run.datasets import AnyHandle, client_endpoint, ready_for_trial
 from dbrig.run.interference import InterferenceRun
+from dbrig.run.remote import RemoteClients, RemoteRun, lost_connection, remote_run
 from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, Trial
 from dbrig.server.handles import setting_warnings
-from dbrig.tools.base import CheckedWorkload, ClientLogWorkload, Outcome, WorkloadTool
+from dbrig.tools.base import (
+    CheckedWorkload,
+    ClientLogWorkload,
+    Outcome,
+    WorkloadTool,
+    client_host,
+)
 from dbrig.tools.registry import workload_for
 from dbrig.util.files import disk_full, is_disk_full
 
@@ -60,6 +69,7 @@ class TrialContext:
     devices: list[str] | None
     system: SystemState | None
     events_timeout_s: float = DEFAULT_EVENTS_TIMEOUT_S
+    remote: RemoteClients | None = None  # the run's ssh connections to client hosts
     clock: Callable[[], float] = time.monotonic  # seconds, for deadlines and sample times
     now: Callable[[], dt.datetime] = field(default=lambda: dt.datetime.now(dt.UTC))
 
@@ -166,34 +176,68 @@ class TrialExecutor:
         if self.context.system is not None:
             self.record.system = self.context.system.apply(self.scenario.system)
 
-    def _commands(self) -> TrialCommands:
+    def _commands(self, endpoint: Endpoint, binary: Path) -> TrialCommands:
         return trial_commands(
             self.scenario,
-            client_endpoint(self.server, self.workload),
-            self.context.workload_binary,
+            endpoint,
+            binary,
             self.context.interference_binaries,
             self.context.events_timeout_s,
         )
 
+    @contextlib.contextmanager
+    def _client(self) -> Iterator[RemoteRun | None]:
+        """The client host's connection and way to the server, or None for a local client."""
+        name = client_host(self.workload)
+        if name is None:
+            yield None
+            return
+        assert self.context.remote is not None, "preflight opened no client hosts"
+        with remote_run(self.context.remote.host(name), self.server, self.workload) as remote:
+            yield remote
+
     def _run_workload(self) -> None:
+        with self._client() as remote:
+            self._run_workload_with(remote)
+
+    def _run_workload_with(self, remote: RemoteRun | None) -> None:
         warmup = self.scenario.warmup
-        commands = self._commands()
+        if remote is None:
+            endpoint = client_endpoint(self.server, self.workload)
+            commands = self._commands(endpoint, self.context.workload_binary)
+        else:
+            assert self.context.remote is not None
+            binary = self.context.remote.binaries[remote.host.name]
+            commands = self._commands(remote.endpoint, Path(binary))
         pinned = next((p for c in commands.interference if (p := c.tool.pinned_cores())), None)
-        self.record.commands["workload"] = commands.argv
+        self.record.commands["workload"] = (
+            commands.argv if remote is None else remote.saved_argv(commands.argv)
+        )
         timeout = commands.timeout_s
         out = self.folder / "workload.out"
         samplers_on = self._samplers(warmup, pinned)
         with self._interfering(commands) as running, samplers_on as samplers:
-            child = proc.spawn(commands.argv, stdout=out, merge_stderr=True, cwd=self._cwd())
-            self._workload_pid = child.pid
+            if remote is None:
+                child = proc.spawn(commands.argv, stdout=out, merge_stderr=True, cwd=self._cwd())
+                self._workload_pid = child.pid
+            else:  # the host sampler follows no process: the client is elsewhere
+                child = remote.host.spawn(
+                    commands.argv, stdout=out, secret=remote.secret, report_times=True
+                )
             with self._following(out, warmup) as poll:
                 finished, abort = self._watch(child, timeout, running, samplers, poll)
             # The tool may notice first ("lost connection"); the cause is the server's death.
             abort = abort or self.server.died()
         self.record.timings["workload_s"] = finished.wall_s
-        self.record.metrics["client_user_cpu_s"] = finished.user_cpu_s
-        self.record.metrics["client_sys_cpu_s"] = finished.sys_cpu_s
         output = out.read_text(errors="replace")
+        user_cpu, sys_cpu = finished.user_cpu_s, finished.sys_cpu_s
+        if remote is not None:
+            output, user_cpu, sys_cpu = client_times(output)
+            lost = lost_connection(remote.host, finished.returncode, output)
+            abort = abort or (None if finished.timed_out else lost)
+        if user_cpu is not None and sys_cpu is not None:
+            self.record.metrics["client_user_cpu_s"] = user_cpu
+            self.record.metrics["client_sys_cpu_s"] = sys_cpu
         outcome = self.workload.analyse(output, finished.returncode)
         self._save_outcome(outcome, warmup)
         ran_well = not (abort or finished.timed_out or finished.reaped_elsewhere or outcome.reason)

@@ -98,6 +98,34 @@ class ExternalServer(_Frozen):
         return self
 
 
+# ssh options dbrig sets itself (the connection's lifecycle, no prompts): not the scenario's.
+RESERVED_SSH_OPTIONS = frozenset({"batchmode", "controlmaster", "controlpath", "controlpersist"})
+
+
+class HostSpec(_Frozen):
+    """A machine dbrig reaches over ssh (the system client: ~/.ssh/config applies)."""
+
+    ssh: str = Field(
+        pattern=r"^[^\s-][^\s]*$",
+        description="the ssh destination, [user@]host or a Host alias of ~/.ssh/config",
+    )
+    port: int | None = Field(None, ge=1, le=65535, description="ssh port (default: ssh's own)")
+    options: dict[str, str | int] = Field(
+        default_factory=dict,
+        description="extra ssh -o options, e.g. {IdentityFile: ~/.ssh/bench, ProxyJump: bastion}",
+    )
+
+    @field_validator("options")
+    @classmethod
+    def _not_dbrigs_own(cls, options: dict[str, str | int]) -> dict[str, str | int]:
+        for key in options:
+            if key.lower() in RESERVED_SSH_OPTIONS:
+                raise ValueError(
+                    f"'{key}' is set by dbrig (one multiplexed connection per host, no prompts)"
+                )
+        return options
+
+
 ServerSpec = Annotated[ManagedServer | ExternalServer, Field(discriminator="kind")]
 
 
@@ -168,6 +196,9 @@ class Scenario(_Frozen):
     description: str = ""
     server: ServerSpec | None = None
     servers: dict[str, ServerSpec] | None = None
+    hosts: dict[str, HostSpec] = Field(
+        default_factory=dict, description="machines reached over ssh, by name"
+    )
     workload: WorkloadBlock
     interference: Interference = Interference()
     sampling: Sampling = Sampling()
@@ -191,6 +222,17 @@ class Scenario(_Frozen):
             # Refused rather than ignored: settings the user wrote would silently do nothing.
             key = "server" if self.server is not None else "servers"
             raise ValueError(f"{key}: {tool.title} needs no server; remove the {key} block")
+        return self
+
+    @model_validator(mode="after")
+    def _client_host_is_named(self) -> Scenario:
+        tool = workload_for(self.workload)
+        host = getattr(tool.params, "host", None)
+        if host is not None and host not in self.hosts:
+            known = ", ".join(sorted(self.hosts)) or "none: add a hosts: block"
+            raise ValueError(
+                f"workload.{tool.key}.host: '{host}' is not a key of hosts: (known: {known})"
+            )
         return self
 
     @property

@@ -146,12 +146,22 @@ CLIENT_CPUS = Field(
 )
 
 
+CLIENT_HOST = Field(
+    None,
+    description=(
+        "Run the client on this host of the scenario's hosts: block, over ssh (a matrix "
+        "factor like any key). Unset: where dbrig runs."
+    ),
+)
+
+
 class ClientPlacement(BaseModel):
     """What every workload block accepts besides its tool's own keys: where the client runs
     (the client competes with the server for the CPU; on one host, pin them apart).
 
-    A params model inherits this and ends its fields with ``cpus: tuple[int, ...] | None =
-    CLIENT_CPUS``, so the key comes last in errors and docs, after the tool's own.
+    A params model inherits this and ends its fields with ``host: str | None = CLIENT_HOST``
+    and ``cpus: tuple[int, ...] | None = CLIENT_CPUS``, so the keys come last in errors and
+    docs, after the tool's own.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -172,6 +182,11 @@ class ClientPlacement(BaseModel):
 def client_cpus(workload: WorkloadTool) -> tuple[int, ...] | None:
     """The cores the scenario pins the client to, if any."""
     return getattr(workload.params, "cpus", None)
+
+
+def client_host(workload: WorkloadTool) -> str | None:
+    """The scenario's host (a key of ``hosts:``) the client runs on; None: this machine."""
+    return getattr(workload.params, "host", None)
 
 
 def pinned_argv(argv: list[str], cpus: tuple[int, ...] | None) -> list[str]:

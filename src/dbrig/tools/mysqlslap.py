@@ -83,7 +83,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
 from dbrig.metrics import Metric, produced_by
-from dbrig.tools.base import CLIENT_CPUS, ClientPlacement, Outcome, ServerWorkload, ToolInfo
+from dbrig.tools.base import (
+    CLIENT_CPUS,
+    CLIENT_HOST,
+    ClientPlacement,
+    Outcome,
+    ServerWorkload,
+    ToolInfo,
+)
 
 INFO = ToolInfo(name="mysqlslap", binaries=("mariadb-slap", "mysqlslap"), package="mariadb-client")
 
@@ -219,6 +226,7 @@ class MysqlslapParams(ClientPlacement):
         description="More mariadb-slap options, long form (--option=value). Options "
         "dbrig sets itself, and any password, are refused.",
     )
+    host: str | None = CLIENT_HOST
     cpus: tuple[int, ...] | None = CLIENT_CPUS
 
     @field_validator("concurrency")

@@ -103,7 +103,7 @@ from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
 from dbrig.metrics import Metric, produced_by
 from dbrig.tools import sysbench_hw as hw
-from dbrig.tools.base import CLIENT_CPUS, ClientPlacement, Outcome, ToolInfo
+from dbrig.tools.base import CLIENT_CPUS, CLIENT_HOST, ClientPlacement, Outcome, ToolInfo
 from dbrig.util.units import parse_size
 
 INFO = ToolInfo(name="sysbench", binaries=("sysbench",), package="sysbench")
@@ -260,6 +260,7 @@ class SysbenchParams(ClientPlacement):
     directory: str | None = Field(
         None, description="fileio: where its files go (default: beside the run directory)."
     )
+    host: str | None = CLIENT_HOST
     cpus: tuple[int, ...] | None = CLIENT_CPUS
     _script_text: str = PrivateAttr("")
 

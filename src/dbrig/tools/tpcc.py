@@ -45,7 +45,14 @@ from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
 from dbrig.metrics import Metric, produced_by
 from dbrig.tools import sysbench
-from dbrig.tools.base import CLIENT_CPUS, ClientPlacement, Outcome, ServerWorkload, ToolInfo
+from dbrig.tools.base import (
+    CLIENT_CPUS,
+    CLIENT_HOST,
+    ClientPlacement,
+    Outcome,
+    ServerWorkload,
+    ToolInfo,
+)
 
 INFO = ToolInfo(name="sysbench", binaries=("sysbench",), package="sysbench")
 LUA_SCRIPT = Path(__file__).parent / "lua" / "tpcc.lua"
@@ -86,6 +93,7 @@ class TpccParams(ClientPlacement):
     report_interval: int = Field(1, ge=0, description="Seconds between interval lines; 0 = none.")
     percentile: int = Field(95, ge=1, le=100, description="Latency percentile to report.")
     db: str = Field("tpcc", pattern=r"^[A-Za-z0-9_]+$", description="Database of the tables.")
+    host: str | None = CLIENT_HOST
     cpus: tuple[int, ...] | None = CLIENT_CPUS
 
     @model_validator(mode="after")

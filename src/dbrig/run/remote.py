@@ -1,0 +1,250 @@
+"""Clients on other hosts: the scenario's ``hosts:`` and ``workload.<tool>.host``.
+
+The workload's measured run goes to the host the cell names, over that host's one
+multiplexed ssh connection (:mod:`dbrig.remote.ssh`); the data set is prepared where
+dbrig runs, as for a local client. Where the client connects:
+
+- an external server: its ``host:port`` as the scenario gives it (the client host must
+  reach it); the password travels in the tool's option file, written on the client host
+  through stdin into a private folder the wrapper removes when the tool ends;
+- a managed server (it listens on this machine's 127.0.0.1 only, root without a
+  password): a port on the client host's 127.0.0.1 forwarded back through the ssh
+  connection (``ssh -O forward -R``), so nothing listens on a network address.
+
+The local ``ssh`` is the trial's workload process: stopping it, or losing the
+connection, stops the remote tool's process group. Its CPU times come back from the
+wrapper's ``times`` at the end of the output (``ssh.client_times``), which are cut off
+before the tool's parser reads the output.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from dbrig.endpoint import Endpoint
+from dbrig.errors import ConfigError
+from dbrig.remote.ssh import (
+    SSH_FAILED,
+    RemoteSecret,
+    SshError,
+    SshHost,
+    SshTarget,
+    connection_error,
+    new_secret,
+)
+from dbrig.run.workdir import WorkDirHandle
+from dbrig.scenario import Cell, ExternalServer, Plan, Scenario
+from dbrig.server.handles import ExternalServerHandle, ServerHandle
+from dbrig.tools.base import WorkloadTool, client_cpus, client_host
+from dbrig.tools.registry import workload_for
+
+log = logging.getLogger(__name__)
+
+
+def target(scenario: Scenario, name: str) -> SshTarget:
+    spec = scenario.hosts[name]
+    options = {key: str(value) for key, value in spec.options.items()}
+    return SshTarget(name, spec.ssh, spec.port, options)
+
+
+def cell_host(cell: Cell) -> str | None:
+    """The host the cell's client runs on (a key of ``hosts:``), or None for this machine."""
+    return client_host(workload_for(cell.scenario.workload))
+
+
+class RemoteClients:
+    """The run's ssh connections, one per client host, opened when first used."""
+
+    def __init__(self, scenario: Scenario, tools: dict[str, ClientTool]) -> None:
+        self.scenario = scenario
+        self.binaries = {name: tool.path for name, tool in tools.items()}
+        self.hosts: dict[str, SshHost] = {}
+
+    def host(self, name: str) -> SshHost:
+        if name not in self.hosts:
+            self.hosts[name] = SshHost(target(self.scenario, name))
+        return self.hosts[name]
+
+    def close(self) -> None:
+        for host in self.hosts.values():
+            host.close()
+
+
+@dataclass(frozen=True)
+class RemoteRun:
+    """What a trial needs to start its workload on a client host."""
+
+    host: SshHost
+    endpoint: Endpoint
+    secret: RemoteSecret | None
+
+    def saved_argv(self, argv: list[str]) -> list[str]:
+        """trial.json's record of the command: where it ran, then what ran there."""
+        return ["ssh", self.host.target.destination, "--", *argv]
+
+
+@contextmanager
+def remote_run(
+    host: SshHost, server: ServerHandle | WorkDirHandle, workload: WorkloadTool
+) -> Iterator[RemoteRun]:
+    """Connected (reconnected after a loss) and with a way to the server, for one trial."""
+    host.connect()
+    if isinstance(server, ExternalServerHandle):
+        yield _to_external(host, server, workload)
+        return
+    if isinstance(server, WorkDirHandle):
+        yield RemoteRun(host, server.endpoint(workload.database), None)
+        return
+    port = server.sandbox.port
+    assert port is not None, "the server is started before its clients"
+    forwarded = host.forward_to_local(port)
+    try:
+        endpoint = Endpoint("root", workload.database, host="127.0.0.1", port=forwarded)
+        yield RemoteRun(host, endpoint, None)
+    finally:
+        if host.is_connected():
+            host.cancel_forward(forwarded, port)
+
+
+def _to_external(host: SshHost, server: ExternalServerHandle, workload: WorkloadTool) -> RemoteRun:
+    credentials = server.credentials()
+    options = workload.client_options(credentials)
+    secret = new_secret(f"{workload.info.name}.cnf", options) if options else None
+    spec = server.spec
+    endpoint = Endpoint(
+        user=spec.user,
+        database=workload.database,
+        host=spec.host,
+        port=spec.port,
+        client_options_file=Path(secret.path) if secret else None,
+    )
+    return RemoteRun(host, endpoint, secret)
+
+
+def lost_connection(host: SshHost, returncode: int, output: str) -> str | None:
+    """The trial's failure reason when ssh itself failed (exit 255 and the connection
+    gone: a tool that exits 255 over a live connection is the tool's failure), else None."""
+    if returncode != SSH_FAILED or host.is_connected():
+        return None
+    return f"{host.target.label}: the ssh connection was lost: {connection_error(output)}"
+
+
+def display_endpoint(plan: Plan, cell: Cell) -> Endpoint:
+    """Where a remote cell's client would connect, for --dry-run (placeholders, no secret)."""
+    workload = workload_for(cell.scenario.workload)
+    spec = plan.scenario.server_specs[cell.server]
+    if isinstance(spec, ExternalServer):
+        secret = spec.password_env or spec.defaults_file
+        return Endpoint(
+            user=spec.user,
+            database=workload.database,
+            host=spec.host,
+            port=spec.port,
+            client_options_file=Path("<0600 file on the client host>") if secret else None,
+        )
+    return Endpoint("root", workload.database, host="127.0.0.1", port=0)
+
+
+def display_run(plan: Plan, cell: Cell, argv: list[str]) -> str:
+    """The dry run's line for a remote cell's run (port 0: the forwarded port, chosen then)."""
+    name = cell_host(cell)
+    assert name is not None
+    text = " ".join(argv).replace("--mysql-port=0", "--mysql-port=<forwarded>")
+    return f"ssh {plan.scenario.hosts[name].ssh} -- {text}"
+
+
+# -- preflight -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClientTool:
+    """The workload's binary on a client host, found by preflight."""
+
+    path: str
+    version: str | None  # its version line, for run.json (``workload@<host>``)
+
+
+def check_client_hosts(plan: Plan) -> dict[str, ClientTool]:
+    """Every client host answers, has the workload's binary and the cores it is pinned to;
+    the binary on each, by host name. One line naming the host and its key otherwise (the
+    run has not started)."""
+    used: dict[str, list[Cell]] = {}
+    for cell in plan.cells:
+        if (name := cell_host(cell)) is not None:
+            used.setdefault(name, []).append(cell)
+    binaries: dict[str, ClientTool] = {}
+    for name, cells in sorted(used.items()):
+        _check_reachable_servers(plan, name, cells)
+        host = SshHost(target(plan.scenario, name))
+        try:
+            binaries[name] = _check_one_host(host, cells)
+        except (SshError, ConfigError) as exc:
+            raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
+        finally:
+            host.close()
+    return binaries
+
+
+def _check_what_runs_there(workload: WorkloadTool) -> None:
+    """A remote client runs the tool's measured run only: files of this machine it would
+    read, or a work folder prepared here, are not there."""
+    key = f"workload.{workload.key}.host"
+    if workload.inputs():
+        names = ", ".join(str(p) for p in workload.inputs().values())
+        raise ConfigError(
+            f"{key}: the workload reads {names}, a file of this machine; a client on "
+            "another host cannot run it",
+            hint="run dbrig on that host, or leave host out",
+        )
+    if not workload.needs_server and workload.space_needed() > 0:
+        raise ConfigError(
+            f"{key}: {workload.title} works in files prepared where dbrig runs; "
+            "a client on another host cannot",
+            hint="run dbrig on that host, or leave host out",
+        )
+
+
+def _check_one_host(host: SshHost, cells: list[Cell]) -> ClientTool:
+    workload = workload_for(cells[0].scenario.workload)
+    for cell in cells:
+        _check_what_runs_there(workload_for(cell.scenario.workload))
+    host.check_reachable()
+    key = f"workload.{workload.key}.host"
+    info = workload.info
+    binary = host.which(info.binaries)
+    if binary is None:
+        raise ConfigError(
+            f"{key}: {host.target.label}: {' or '.join(info.binaries)} not found there",
+            hint=f"install the Debian package '{info.package}' on {host.target.destination}",
+        )
+    pinned = {core for c in cells for core in client_cpus(workload_for(c.scenario.workload)) or ()}
+    if pinned:
+        if host.which(["taskset"]) is None:
+            raise ConfigError(
+                f"workload.{workload.key}.cpus: {host.target.label} has no taskset",
+                hint="install util-linux there, or leave cpus out for a remote client",
+            )
+        count = host.cpu_count()
+        if count is not None and max(pinned) >= count:
+            raise ConfigError(
+                f"workload.{workload.key}.cpus: core {max(pinned)} does not exist on "
+                f"{host.target.label} ({count} cores: 0-{count - 1})"
+            )
+    code, output = host.run([binary, *info.version_args], wrap=False)
+    lines = output.strip().splitlines()
+    return ClientTool(binary, lines[0] if code == 0 and lines else None)
+
+
+def _check_reachable_servers(plan: Plan, name: str, cells: list[Cell]) -> None:
+    for cell in cells:
+        spec = plan.scenario.server_specs.get(cell.server)
+        if isinstance(spec, ExternalServer) and spec.socket:
+            raise ConfigError(
+                f"{plan.source}: servers.{cell.server}.socket: a client on hosts.{name} cannot "
+                "reach a unix socket of this machine",
+                hint="give the server's host and port instead",
+            )
