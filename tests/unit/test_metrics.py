@@ -159,8 +159,8 @@ def test_throughput_ranks_are_distinct() -> None:
 
 
 def _before_tpcc(chosen: tuple[Metric, ...]) -> list[Metric]:
-    """The metrics as they were before the tpcc tool added its own."""
-    return [m for m in chosen if m.source != metrics.TPCC]
+    """The metrics as they were before the tpcc tool and the faults added their own."""
+    return [m for m in chosen if m.source not in (metrics.TPCC, metrics.FAULTS)]
 
 
 def test_terminal_headings_and_formats_are_unchanged() -> None:
@@ -193,6 +193,7 @@ def test_headline_keeps_only_the_measured_ones() -> None:
 def test_directions_agree_with_the_old_table_and_rules() -> None:
     tpcc = {m.name for m in produced_by(metrics.TPCC)}
     tpcc |= {"server_cpu_us_per_new_order", "kb_written_per_new_order"}
+    tpcc |= {m.name for m in produced_by(metrics.FAULTS)}  # issue 11, after the old table
     assert {k: v for k, v in METRIC_DIRECTIONS.items() if k not in tpcc} == OLD_DIRECTIONS
     unknown = ["latency_p99_ms", "page_faults_per_txn", "disk_reads_per_query", "threads", " TPS "]
     for name in [m.name for m in REGISTRY if m.name not in tpcc] + unknown:
@@ -202,7 +203,9 @@ def test_directions_agree_with_the_old_table_and_rules() -> None:
 def test_compared_by_default_in_the_old_order() -> None:
     hardware = ("events_per_s", *HARDWARE_HEADLINE)  # issue 9: compared when a run has them
     assert compared(metrics.TPCC)[:2] == ("nopm", "tpm")  # issue 10
-    before_tpcc = tuple(n for n in compared() if n not in compared(metrics.TPCC))
+    assert compared(metrics.FAULTS) == ("downtime_s", "throughput_recovered_s")  # issue 11
+    newer = compared(metrics.TPCC) + compared(metrics.FAULTS)
+    before_tpcc = tuple(n for n in compared() if n not in newer)
     assert before_tpcc == OLD_COMPARED[:5] + hardware + OLD_COMPARED[5:]
     assert compared(metrics.SYSBENCH) == OLD_COMPARED[:5] + hardware
     assert compared(metrics.DERIVED) == OLD_COMPARED[5:10]

@@ -90,7 +90,9 @@ def test_metric_directions() -> None:
     for metric in ("latency_avg_ms", "avg_s", "errors_per_s", "kb_written_per_txn"):
         assert direction_of(metric) is LOWER
     tpcc_directions = 18  # nopm, tpm, 10 per-type latencies, 4 consistency counts, 2 costs
-    assert len(METRIC_DIRECTIONS) == 21 + tpcc_directions  # 15, six hardware throughputs (9)
+    fault_directions = 7  # issue 11: downtime, recovery, restart, client out/errors, tps, InnoDB
+    # 15, six hardware throughputs (9)
+    assert len(METRIC_DIRECTIONS) == 21 + tpcc_directions + fault_directions
 
 
 def test_direction_fallback() -> None:

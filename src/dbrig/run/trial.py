@@ -12,12 +12,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
+import math
+import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pymysql
 
 from dbrig import proc, sampling, store
@@ -30,11 +34,12 @@ from dbrig.run.commands import (
     trial_commands,
 )
 from dbrig.run.datasets import AnyHandle, client_endpoint, ready_for_trial
+from dbrig.run.faults import FaultFailed, FaultInjector, resilient_status
 from dbrig.run.interference import InterferenceRun
 from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, Trial
-from dbrig.server.handles import setting_warnings
-from dbrig.tools.base import CheckedWorkload, Outcome, WorkloadTool
+from dbrig.server.handles import ManagedServerHandle, setting_warnings
+from dbrig.tools.base import CheckedWorkload, Outcome, ResumableWorkload, WorkloadTool
 from dbrig.tools.registry import workload_for
 from dbrig.util.files import disk_full, is_disk_full
 
@@ -121,6 +126,11 @@ class TrialExecutor:
         self.record = TrialRecord(trial, started_at=context.now().isoformat())
         self._workload_pid: int | None = None
         self._interference: list[InterferenceRun] = []
+        self._faults = self._fault_injector()
+        # Each run of the workload: a fault that ends one makes the trial start another.
+        self._outputs: list[Path] = []
+        self._finished: list[proc.Finished] = []
+        self._resumed_at_s: float | None = None
 
     def execute(self) -> TrialRecord:
         spec = self.scenario.server_specs[self.cell.server]
@@ -168,6 +178,12 @@ class TrialExecutor:
             self.context.events_timeout_s,
         )
 
+    def _fault_injector(self) -> FaultInjector | None:
+        if not self.scenario.faults.given or not isinstance(self.server, ManagedServerHandle):
+            return None
+        spec = self.scenario.server_specs[self.cell.server]
+        return FaultInjector(self.scenario.faults, self.server, spec, self.context.clock)  # type: ignore[arg-type]
+
     def _run_workload(self) -> None:
         warmup = self.scenario.warmup
         commands = self._commands()
@@ -176,31 +192,40 @@ class TrialExecutor:
         timeout = commands.timeout_s
         out = self.folder / "workload.out"
         samplers_on = self._samplers(warmup, pinned)
-        with self._interfering(commands) as running, samplers_on as samplers:
-            # sysbench fileio reads and writes its files in its working directory.
-            cwd = self.server.cwd if isinstance(self.server, WorkDirHandle) else None
-            child = proc.spawn(commands.argv, stdout=out, merge_stderr=True, cwd=cwd)
-            self._workload_pid = child.pid
-            with self._following(out, warmup) as poll:
-                finished, abort = self._watch(child, timeout, running, samplers, poll)
-            # The tool may notice first ("lost connection"); the cause is the server's death.
-            abort = abort or self.server.died()
-        self.record.timings["workload_s"] = finished.wall_s
-        self.record.metrics["client_user_cpu_s"] = finished.user_cpu_s
-        self.record.metrics["client_sys_cpu_s"] = finished.sys_cpu_s
-        output = out.read_text(errors="replace")
+        try:
+            with self._interfering(commands) as running, samplers_on as samplers:
+                # sysbench fileio reads and writes its files in its working directory.
+                cwd = self.server.cwd if isinstance(self.server, WorkDirHandle) else None
+                child = proc.spawn(commands.argv, stdout=out, merge_stderr=True, cwd=cwd)
+                self._outputs.append(out)
+                self._workload_pid = child.pid
+                if self._faults is not None:
+                    self._faults.start(self.context.clock() + warmup)
+                with self._following(out, warmup) as poll:
+                    finished, abort = self._watch(child, timeout, running, samplers, poll)
+                # The tool may notice first ("lost connection"); the cause is the server's death.
+                abort = abort or self.server.died()
+        finally:
+            if self._faults is not None:
+                self._faults.close()
+        self._finished.append(finished)
+        self.record.timings["workload_s"] = sum(f.wall_s for f in self._finished)
+        self.record.metrics["client_user_cpu_s"] = sum(f.user_cpu_s for f in self._finished)
+        self.record.metrics["client_sys_cpu_s"] = sum(f.sys_cpu_s for f in self._finished)
+        output = self._outputs[-1].read_text(errors="replace")
         outcome = self.workload.analyse(output, finished.returncode)
         self._save_outcome(outcome, warmup)
         ran_well = not (abort or finished.timed_out or finished.reaped_elsewhere or outcome.reason)
         checks_failed = self._after_run_checks() if ran_well else None
+        after = " after the fault" if len(self._outputs) > 1 else ""
         if abort:
             self.record.fail(abort)
         elif finished.reaped_elsewhere:
-            self.record.fail(f"{self.workload.info.name}: {finished.exit_text}")
+            self.record.fail(f"{self.workload.info.name}{after}: {finished.exit_text}")
         elif finished.timed_out:
             self.record.fail(f"{self.workload.info.name} did not finish within {timeout:.0f} s")
         elif outcome.reason:
-            self.record.fail(outcome.reason)
+            self.record.fail(f"{outcome.reason}{after}" if after else outcome.reason)
         elif checks_failed:
             self.record.fail(checks_failed)
         if self.record.status != "ok":
@@ -227,12 +252,45 @@ class TrialExecutor:
             if done is not None:
                 return done, None
             poll()
+            if self._faults is not None:
+                began = self.context.clock()
+                try:
+                    ended = self._faults.tick(functools.partial(_kill, child))
+                except FaultFailed as exc:
+                    return child.stop(grace_s=5), exc.message
+                deadline += self.context.clock() - began  # the restart is not the tool's time
+                if ended:
+                    resumed = self._resume(child)
+                    if isinstance(resumed, str):
+                        return self._finished.pop(), resumed
+                    child = resumed
+                    continue
             abort = self._abort_reason(running, samplers)
             if abort or self.context.clock() >= deadline:
                 finished = child.stop(grace_s=5)
                 if not abort:
                     finished = dataclasses.replace(finished, timed_out=True)
                 return finished, abort
+
+    def _resume(self, child: proc.Child) -> proc.Child | str:
+        """The fault ended the workload's run: start it again for the rest of the window
+        (or the reason there is no rest to measure)."""
+        assert self._faults is not None and isinstance(self.workload, ResumableWorkload)
+        self._finished.append(child.stop(grace_s=5))
+        self._faults.client_ended(self._faults.now_s())
+        expected = self.workload.expected_seconds(self.scenario.warmup) or 0
+        rest = math.floor(expected - self.scenario.warmup - self._faults.now_s())
+        if rest < 1:
+            return "the fault's recovery outlasted the measured window: nothing left to measure"
+        endpoint = client_endpoint(self.server, self.workload)
+        argv = self.workload.resumed_argv(endpoint, self.context.workload_binary, rest)
+        out = self.folder / f"workload-{len(self._outputs) + 1}.out"
+        self._resumed_at_s = self._faults.client_resumed()
+        resumed = proc.spawn(argv, stdout=out, merge_stderr=True)
+        self.record.commands["workload_resumed"] = argv
+        self._outputs.append(out)
+        self._workload_pid = resumed.pid
+        return resumed
 
     def _after_run_checks(self) -> str | None:
         """The workload's own checks of the database after the run (tpcc's consistency
@@ -304,7 +362,11 @@ class TrialExecutor:
         )
         samplers: list = [host]
         conn = None
-        if not isinstance(self.server, WorkDirHandle):  # no server, no SHOW GLOBAL STATUS
+        if self._faults is not None:  # the server may be away: reconnect, or repeat the last
+            fetch = resilient_status(self.server.connect, _global_status)
+            conn = fetch
+            samplers.append(sampling.StatusSampler(self.folder, timing=timing, fetch=fetch))
+        elif not isinstance(self.server, WorkDirHandle):  # no server, no SHOW GLOBAL STATUS
             conn = self.server.connect()
             status_conn = conn
             samplers.append(
@@ -335,14 +397,55 @@ class TrialExecutor:
 
     def _save_outcome(self, outcome: Outcome, warmup: int) -> None:
         self.record.metrics.update(outcome.metrics)
-        if outcome.intervals is not None:
-            frame = outcome.intervals.copy()
-            frame.insert(0, "phase", ["warmup" if t <= warmup else "measure" for t in frame["t_s"]])
-            frame["t_s"] = frame["t_s"] - warmup
+        frame = self._interval_series(outcome, warmup)
+        if frame is not None:
             frame.to_csv(self.folder / "intervals.csv", index=False)
         for name, table in outcome.extra_tables.items():
             table.to_csv(self.folder / f"{name}.csv", index=False)
         self.record.metrics.update(derived_costs(self.record.metrics))
+        if self._faults is not None:
+            self._save_faults(frame, warmup)
+
+    def _interval_series(self, outcome: Outcome, warmup: int) -> pd.DataFrame | None:
+        """The intervals on the measured window's clock; after a fault that ended the
+        workload's run, the first run's intervals, then the resumed run's."""
+        frames = []
+        if len(self._outputs) > 1:
+            first = self._outputs[0].read_text(errors="replace")
+            earlier = self.workload.analyse(first, self._finished[0].returncode)
+            if self._faults is not None:
+                self._faults.explain_client_end(earlier.reason)
+            if earlier.intervals is not None:
+                frames.append(_on_measured_clock(earlier.intervals, warmup))
+        if outcome.intervals is not None:
+            if self._resumed_at_s is None:
+                frames.append(_on_measured_clock(outcome.intervals, warmup))
+            else:
+                frames.append(_on_measured_clock(outcome.intervals, -self._resumed_at_s))
+        return pd.concat(frames, ignore_index=True) if frames else None
+
+    def _save_faults(self, frame: pd.DataFrame | None, warmup: int) -> None:
+        assert self._faults is not None
+        interval = (
+            self.workload.interval_s if isinstance(self.workload, ResumableWorkload) else None
+        )
+        expected = self.workload.expected_seconds(warmup) or 0
+        window = expected - warmup
+        self.record.metrics.update(self._faults.analyse(frame, interval, window))
+        self._faults.save(self.folder, self.record.metrics)
+
+
+def _kill(child: proc.Child) -> None:
+    child.signal_group(signal.SIGKILL)
+
+
+def _on_measured_clock(intervals: pd.DataFrame, warmup: float) -> pd.DataFrame:
+    """``t_s`` moved to the measured window's clock (``warmup`` s subtracted), with a
+    ``phase`` column: warm-up intervals end at or before 0."""
+    frame = intervals.copy()
+    frame["t_s"] = frame["t_s"] - warmup
+    frame.insert(0, "phase", ["warmup" if t <= 0 else "measure" for t in frame["t_s"]])
+    return frame
 
 
 def _global_status(conn: Any) -> dict[str, str]:

@@ -225,6 +225,26 @@ class CheckedWorkload(Protocol):
 
 
 @runtime_checkable
+class ResumableWorkload(Protocol):
+    """A workload dbrig can start again for the rest of its time after a fault ended it.
+
+    A fault that takes the server away (kill_server KILL or TERM) or kills the client
+    (kill_client) ends the run: sysbench 1.0.20 linked with libmariadb crashes when it
+    reconnects (akopytov/sysbench#527), so the run side starts a second run for the
+    rest of the measured window instead of relying on the tool's own reconnects.
+    """
+
+    @property
+    def interval_s(self) -> float | None:
+        """Seconds between its interval lines (None: it prints none)."""
+        ...
+
+    def resumed_argv(self, endpoint: Endpoint, binary: Path, seconds: int) -> list[str]:
+        """A run of ``seconds`` with no warm-up, on the data as the fault left it."""
+        ...
+
+
+@runtime_checkable
 class SizedDataSet(Protocol):
     """A workload that can say how many bytes its prepared data takes, before loading it."""
 
