@@ -50,6 +50,25 @@ TIMELINE_FILE = "faults.json"
 _SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTOP}
 
 
+def describe(faults: Faults) -> list[str]:
+    """One line per fault, for the dry run: what happens when."""
+    lines = []
+    for key, fault in faults.given.items():
+        when = f"at {fault.at:g} s"
+        if isinstance(fault, KillServer) and fault.ends_client:
+            lines.append(
+                f"{key}: SIG{fault.signal} {when}, restart on the same datadir (timeout "
+                f"{fault.timeout:g} s), the workload started again for the rest of the window"
+            )
+        elif isinstance(fault, KillServer):
+            lines.append(f"{key}: SIGSTOP {when}, SIGCONT {fault.frozen_s:g} s later")
+        elif isinstance(fault, KillClient):
+            lines.append(f"{key}: SIGKILL to the workload {when}, started again at once")
+        else:
+            lines.append(f"{key}: delete <datadir>/{fault.path} {when}")
+    return lines
+
+
 class FaultFailed(DbrigError):
     """A fault's recovery failed: the trial fails with this reason."""
 
