@@ -557,6 +557,15 @@ def _faults() -> Iterator[Metric]:
     yield Metric(
         "innodb_trx_rolled_back", "transactions rolled back", "", f, "left incomplete by the crash"
     )
+    yield Metric("disk_full_s", "disk full", "s", f, "disk_full: filled until freed")
+    yield Metric("disk_fill_mb", "disk filled", "MiB", f, "disk_full: what the filler took")
+    yield Metric(
+        "server_log_errors",
+        "server errors logged",
+        "",
+        f,
+        "disk_full: [ERROR] lines in the error log while the disk was full",
+    )
 
 
 def _stress_ng() -> Iterator[Metric]:

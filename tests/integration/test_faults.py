@@ -4,11 +4,14 @@ left running (the conftest checks every process of the test)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from dbrig.server.workspace import is_mounted
 from tests.integration.helpers import (
     assert_data_removed,
     assert_no_partial_trials,
@@ -87,3 +90,33 @@ def test_kill_and_term_restart_the_server_and_measure_its_recovery(
 
     assert_no_partial_trials(run)
     assert_data_removed(run)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("mkfs.xfs"),
+    reason="needs root and mkfs.xfs (Debian package xfsprogs)",
+)
+def test_a_full_disk_stops_the_inserts_until_it_is_freed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inserts = {**WRITE_ONLY, "test": "oltp_insert", "time": 8}
+    scenario = tiny_scenario(
+        workload={"sysbench": inserts},
+        faults={"disk_full": {"at": 2, "for": 3, "size": "512M"}},
+    )
+    path = write_scenario(tmp_path / "full.yaml", scenario)
+    result = run_main(["run", str(path), "--out", str(tmp_path / "runs"), "--no-report"], capsys)
+    assert result.code == 0, result.err
+    run = only_run_dir(tmp_path / "runs")
+    folder = run / "trials" / "c000-r1"
+    metrics = read_json(folder / "trial.json")["metrics"]
+    assert metrics["disk_fill_mb"] > 100 and 3 <= metrics["disk_full_s"] < 5
+    timeline = read_json(folder / "faults.json")
+    events = [e["event"] for e in timeline["timeline"]]
+    assert events[0] == "disk filled" and "disk freed" in events
+    # A small table grows in small steps: it needs room at once, and the inserts fail.
+    assert events[1] == "client run ended" and "1114" in timeline["timeline"][1]["reason"]
+    assert "client restarted" in events and metrics["client_out_s"] > 2
+    assert any("is full" in line for line in timeline["innodb_recovery"]["server_errors"])
+    assert not is_mounted(run / "workspace")
+    assert_no_partial_trials(run)

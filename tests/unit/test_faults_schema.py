@@ -88,10 +88,29 @@ def test_faults_fire_in_time_order(tmp_path: Path) -> None:
         ),
         ("faults: {kill_server: {}}", "faults.kill_server.at: required key is missing"),
         ("faults: {disk_ful: {at: 1}}", "faults.disk_ful: unknown key"),
+        (
+            "faults: {disk_full: {at: 1}}",
+            "faults: disk_full: give its size (e.g. size: 1G): dbrig fills only a filesystem",
+        ),
+        (
+            "faults: {disk_full: {at: 1, size: 1G}}\nworkspace: {image: 2G}",
+            "faults: disk_full.size 1G differs from workspace.image 2G",
+        ),
+        ("faults: {disk_full: {at: 1, size: lots}}", "faults.disk_full.size: expected a size"),
+        (
+            "faults: {disk_full: {at: 5, for: 3, size: 1G}}",
+            "faults: disk_full.at + for = 8 s is not inside the 8 s measured window",
+        ),
     ],
 )
 def test_bad_faults(tmp_path: Path, extra: str, expected: str) -> None:
     assert error(tmp_path, extra).startswith(expected)
+
+
+def test_a_full_disk_on_the_workspace(tmp_path: Path) -> None:
+    text = "faults: {disk_full: {at: 1, for: 2}}\nworkspace: {image: 1G}"
+    fault = plan(tmp_path, text).scenario.faults.disk_full
+    assert fault is not None and fault.for_ == 2 and fault.size_bytes is None
 
 
 def test_no_faults_on_an_external_server(tmp_path: Path) -> None:

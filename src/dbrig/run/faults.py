@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import time
 from collections.abc import Callable, Mapping
@@ -43,10 +44,20 @@ from dbrig.analysis.recovery import (
 )
 from dbrig.errors import DbrigError
 from dbrig.metrics import throughput_metrics
-from dbrig.scenario.model import DeleteFile, Faults, KillClient, KillServer, ManagedServer
+from dbrig.scenario.model import (
+    DeleteFile,
+    DiskFull,
+    Faults,
+    KillClient,
+    KillServer,
+    ManagedServer,
+)
 from dbrig.server.handles import ManagedServerHandle
 
 TIMELINE_FILE = "faults.json"
+FILLER = ".dbrig-disk-filler"  # beside the datadir, on the filesystem dbrig made
+_FILL_CHUNK = 64 * 2**20
+_LOGGED_ERRORS = 5
 _SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTOP}
 
 
@@ -64,6 +75,10 @@ def describe(faults: Faults) -> list[str]:
             lines.append(f"{key}: SIGSTOP {when}, SIGCONT {fault.frozen_s:g} s later")
         elif isinstance(fault, KillClient):
             lines.append(f"{key}: SIGKILL to the workload {when}, started again at once")
+        elif isinstance(fault, DiskFull):
+            lines.append(
+                f"{key}: the datadir's filesystem filled {when}, freed {fault.for_:g} s later"
+            )
         else:
             lines.append(f"{key}: delete <datadir>/{fault.path} {when}")
     return lines
@@ -100,6 +115,10 @@ class FaultInjector:
         self._pending = list(faults.given.values())
         self._measure_start: float | None = None
         self._cont_due: float | None = None
+        self._free_due: float | None = None
+        self._filler: Path | None = None
+        self._disk_log_offset = 0
+        self._disk_resumed = False
 
     # -- the schedule ---------------------------------------------------------------
 
@@ -123,6 +142,8 @@ class FaultInjector:
         ended = False
         if self._cont_due is not None and self.clock() >= self._cont_due:
             self._thaw()
+        if self._free_due is not None and self.clock() >= self._free_due:
+            self._free_disk()
         while self._pending and self._pending[0].at <= self.now_s():
             fault = self._pending.pop(0)
             self.metrics.setdefault("fault_at_s", self.now_s())
@@ -134,12 +155,33 @@ class FaultInjector:
                 ended = True
             elif isinstance(fault, DeleteFile):
                 self._delete_file(fault)
+            elif isinstance(fault, DiskFull):
+                self._fill_disk(fault)
         return ended
 
     def close(self) -> None:
-        """A server still frozen is thawed (the trial ended first)."""
+        """A server still frozen is thawed, a full disk freed (the trial ended first)."""
         if self._cont_due is not None:
             self._thaw()
+        if self._filler is not None:
+            self._free_disk()
+
+    def holds_client_back(self) -> bool:
+        """True (once) when the workload's run ended after the disk was filled: the
+        trial waits for the disk to be freed and starts it again."""
+        if self._disk_resumed or (self._filler is None and "disk freed" not in self._whats()):
+            return False
+        self._disk_resumed = True
+        return True
+
+    def wait_until_freed(self) -> None:
+        while self._free_due is not None:
+            time.sleep(max(0.0, min(0.25, self._free_due - self.clock())))
+            if self.clock() >= self._free_due:
+                self._free_disk()
+
+    def _whats(self) -> list[str]:
+        return [e.what for e in self.events]
 
     # -- the faults --------------------------------------------------------------------
 
@@ -203,6 +245,37 @@ class FaultInjector:
         thawed = self._note("signal sent", signal="CONT")
         frozen = next(e.t_s for e in self.events if e.detail.get("signal") == "STOP")
         self.metrics["downtime_s"] = thawed - frozen
+
+    def _fill_disk(self, fault: DiskFull) -> None:
+        """Fill the filesystem under the datadir with one preallocated file, chunk by
+        chunk until no chunk fits (the last few KiB the filesystem keeps for itself)."""
+        sandbox = self.server.sandbox
+        home = sandbox.datadir.parent
+        if _mount_point(home).name != "workspace":
+            raise FaultFailed(f"disk_full: {home} is not on a filesystem dbrig made; not filled")
+        self._disk_log_offset = sandbox.log_size
+        self._filler = home / FILLER
+        filled = _fill(self._filler)
+        left = os.statvfs(home)
+        self._note(
+            "disk filled",
+            filled_mb=round(filled / 2**20, 1),
+            free_kb=left.f_bavail * left.f_frsize // 1024,
+        )
+        self.metrics["disk_fill_mb"] = filled / 2**20
+        self._free_due = self.clock() + fault.for_
+
+    def _free_disk(self) -> None:
+        self._free_due = None
+        filler, self._filler = self._filler, None
+        if filler is not None:
+            filler.unlink(missing_ok=True)
+        freed = self._note("disk freed")
+        filled = next(e.t_s for e in self.events if e.what == "disk filled")
+        self.metrics["disk_full_s"] = freed - filled
+        errors = _error_lines(_read_from(self.server.sandbox.error_log, self._disk_log_offset))
+        self.metrics["server_log_errors"] = float(len(errors))
+        self.recovery["server_errors"] = list(dict.fromkeys(errors))[:_LOGGED_ERRORS]
 
     def _delete_file(self, fault: DeleteFile) -> None:
         path = self.server.sandbox.datadir / fault.path
@@ -292,13 +365,49 @@ FAULT_METRIC_NAMES = frozenset(
         "innodb_redo_mb",
         "innodb_pages_recovered",
         "innodb_trx_rolled_back",
+        "disk_fill_mb",
+        "disk_full_s",
+        "server_log_errors",
     }
 )
 
 
+def _fill(path: Path) -> int:
+    """Preallocate ``path`` until the filesystem is full; the bytes it took."""
+    done, chunk = 0, _FILL_CHUNK
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
+    try:
+        while chunk >= 4096:
+            try:
+                os.posix_fallocate(fd, done, chunk)
+                done += chunk
+            except OSError:
+                chunk //= 2
+    finally:
+        os.close(fd)
+    return done
+
+
+def _mount_point(path: Path) -> Path:
+    path = path.resolve()
+    while not os.path.ismount(path):
+        path = path.parent
+    return path
+
+
+def _error_lines(log_text: str) -> list[str]:
+    """The error log's [ERROR] lines, without their timestamp and thread id."""
+    found = []
+    for line in log_text.splitlines():
+        if "[ERROR]" in line:
+            found.append(line[line.index("[ERROR]") :].strip())
+    return found
+
+
 def _client_out_s(events: list[Event]) -> float | None:
     """From the fault that ended the client's run to its restart."""
-    ended = next((e.t_s for e in events if e.what in ("client killed", "signal sent")), None)
+    ends = ("client killed", "signal sent", "client run ended")
+    ended = next((e.t_s for e in sorted(events, key=lambda e: e.t_s) if e.what in ends), None)
     resumed = next((e.t_s for e in events if e.what == "client restarted"), None)
     if ended is None or resumed is None:
         return None

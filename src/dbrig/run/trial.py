@@ -249,6 +249,16 @@ class TrialExecutor:
         deadline = self.context.clock() + timeout
         while True:
             done = child.wait(0.25)
+            if done is not None and self._client_held_back(done):
+                # A full disk ended the run (sysbench: error 1114): again once it is freed.
+                began, ended_s = self.context.clock(), self._faults.now_s()
+                self._faults.wait_until_freed()
+                deadline += self.context.clock() - began
+                resumed = self._resume(child, ended_s)
+                if isinstance(resumed, str):
+                    return self._finished.pop(), resumed
+                child = resumed
+                continue
             if done is not None:
                 return done, None
             poll()
@@ -272,12 +282,20 @@ class TrialExecutor:
                     finished = dataclasses.replace(finished, timed_out=True)
                 return finished, abort
 
-    def _resume(self, child: proc.Child) -> proc.Child | str:
+    def _client_held_back(self, done: proc.Finished) -> bool:
+        """The workload's run failed inside the window after a disk_full fault."""
+        if self._faults is None or done.returncode == 0:
+            return False
+        expected = self.workload.expected_seconds(self.scenario.warmup) or 0
+        left = expected - self.scenario.warmup - self._faults.now_s()
+        return left >= 1 and self._faults.holds_client_back()
+
+    def _resume(self, child: proc.Child, ended_s: float | None = None) -> proc.Child | str:
         """The fault ended the workload's run: start it again for the rest of the window
         (or the reason there is no rest to measure)."""
         assert self._faults is not None and isinstance(self.workload, ResumableWorkload)
         self._finished.append(child.stop(grace_s=5))
-        self._faults.client_ended(self._faults.now_s())
+        self._faults.client_ended(self._faults.now_s() if ended_s is None else ended_s)
         expected = self.workload.expected_seconds(self.scenario.warmup) or 0
         rest = math.floor(expected - self.scenario.warmup - self._faults.now_s())
         if rest < 1:

@@ -229,17 +229,47 @@ class DeleteFile(_Frozen):
         return value
 
 
+class DiskFull(_Frozen):
+    """Fill the filesystem holding the datadir (one dbrig made: a loop-mounted XFS image
+    of ``size``) for ``for`` seconds, then free it."""
+
+    at: float = AT
+    for_: float = Field(5.0, alias="for", gt=0, description="seconds the disk stays full")
+    size: str | None = Field(
+        None, description="size of the filesystem dbrig makes for the datadirs (>= 512M)"
+    )
+
+    @field_validator("size")
+    @classmethod
+    def _a_size(cls, value: str | None) -> str | None:
+        if value is not None and parse_size(value) is None:
+            raise ValueError(f"expected a size such as 1G, got {value!r}")
+        return value
+
+    @property
+    def size_bytes(self) -> int | None:
+        return None if self.size is None else parse_size(self.size)
+
+    @property
+    def frozen_s(self) -> float:
+        return self.for_
+
+
+FAULT_KEYS = ("kill_server", "kill_client", "delete_file", "disk_full")
+
+
 class Faults(_Frozen):
     """Faults injected into every trial of the cell, each at its own time."""
 
     kill_server: KillServer | None = None
     kill_client: KillClient | None = None
     delete_file: DeleteFile | None = None
+    disk_full: DiskFull | None = None
 
     @property
-    def given(self) -> dict[str, KillServer | KillClient | DeleteFile]:
+    def given(self) -> dict[str, KillServer | KillClient | DeleteFile | DiskFull]:
         """The faults named, by key, in the order they fire."""
-        named = {k: getattr(self, k) for k in ("kill_server", "kill_client", "delete_file")}
+        named = {k: getattr(self, k) for k in FAULT_KEYS}
         chosen = {k: v for k, v in named.items() if v is not None}
         return dict(sorted(chosen.items(), key=lambda kv: kv[1].at))
 
@@ -247,6 +277,21 @@ class Faults(_Frozen):
     def ends_client(self) -> bool:
         server_ends_it = self.kill_server is not None and self.kill_server.ends_client
         return server_ends_it or self.kill_client is not None
+
+
+def _check_disk_full(fault: DiskFull, workspace: WorkspaceSpec | None) -> None:
+    """The filesystem to fill is the clone workspace dbrig makes: its size comes from
+    ``size`` or ``workspace.image``, and they must agree."""
+    image = workspace.image_bytes if workspace is not None else None
+    if fault.size_bytes is None and image is None:
+        raise ValueError(
+            "disk_full: give its size (e.g. size: 1G): dbrig fills only a filesystem it makes"
+        )
+    if fault.size_bytes is not None and image is not None and fault.size_bytes != image:
+        raise ValueError(
+            f"disk_full.size {fault.size} differs from workspace.image {workspace.image}: "
+            "the datadirs live on one filesystem; give one of them"
+        )
 
 
 def _check_faults(faults: Faults, data: Mapping[str, Any]) -> None:
@@ -269,9 +314,10 @@ def _check_faults(faults: Faults, data: Mapping[str, Any]) -> None:
         raise ValueError(f"faults need a time-limited workload; {tool.title} has no time limit")
     window = expected - warmup
     for key, fault in faults.given.items():
-        ends = fault.at + (
-            fault.frozen_s if isinstance(fault, KillServer) and not fault.ends_client else 0
+        lasts = isinstance(fault, DiskFull) or (
+            isinstance(fault, KillServer) and not fault.ends_client
         )
+        ends = fault.at + (fault.frozen_s if lasts else 0)
         if ends >= window:
             what = f"at + for = {ends:g} s" if ends != fault.at else f"at = {fault.at:g} s"
             what = f"{key}.{what}"
@@ -279,6 +325,8 @@ def _check_faults(faults: Faults, data: Mapping[str, Any]) -> None:
                 f"{what} is not inside the {window:g} s measured window "
                 "(faults count from the end of the warm-up)"
             )
+    if faults.disk_full is not None:
+        _check_disk_full(faults.disk_full, data.get("workspace"))
     if faults.ends_client and not isinstance(tool, ResumableWorkload):
         raise ValueError(f"{tool.title} cannot be started again after a fault ends its run")
 
