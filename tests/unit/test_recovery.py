@@ -1,4 +1,5 @@
-"""Reading a crash recovery from MariaDB's error log, and the throughput's way back."""
+"""Reading a crash recovery from MariaDB's error log, the throughput's way back, and the
+fault injector's pure helpers."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from dbrig.analysis.recovery import (
     recovery_metrics,
     throughput_recovery,
 )
+from dbrig.run.faults import Event, _client_out_s, _error_lines, describe
+from dbrig.scenario.model import Faults
 from dbrig.tools.sysbench import intervals_frame, parse
 
 MARIADB = Path(__file__).parent.parent / "fixtures" / "mariadb" / "10.11"
@@ -139,3 +142,42 @@ def test_the_warmup_intervals_do_not_count() -> None:
 def test_mean_rate_counts_the_gap_as_nothing() -> None:
     assert mean_rate([0, 1, 2, 5, 6], [99, 100, 100, 100, 100], 6.0, interval_s=1.0) == 400 / 6
     assert mean_rate([1], [5], 0, interval_s=1.0) is None
+
+
+# -- the injector's pure helpers --------------------------------------------------------
+
+
+def test_the_dry_run_names_every_fault_in_time_order() -> None:
+    faults = Faults.model_validate(
+        {
+            "kill_server": {"signal": "STOP", "at": 4, "for": 2},
+            "delete_file": {"path": "ib_logfile0", "at": 1},
+            "kill_client": {"at": 3},
+            "disk_full": {"at": 5, "for": 1, "size": "1G"},
+        }
+    )
+    assert describe(faults) == [
+        "delete_file: delete <datadir>/ib_logfile0 at 1 s",
+        "kill_client: SIGKILL to the workload at 3 s, started again at once",
+        "kill_server: SIGSTOP at 4 s, SIGCONT 2 s later",
+        "disk_full: the datadir's filesystem filled at 5 s, freed 1 s later",
+    ]
+
+
+def test_the_client_is_out_from_the_fault_to_its_restart() -> None:
+    events = [
+        Event(3.2, "signal sent", {"signal": "KILL"}),
+        Event(3.6, "first query"),
+        Event(3.7, "client run ended"),
+        Event(3.7, "client restarted"),
+    ]
+    assert _client_out_s(events) == pytest.approx(0.5)
+    assert _client_out_s(events[:2]) is None
+
+
+def test_server_errors_lose_their_timestamps() -> None:
+    text = (
+        "2026-11-24  1:29:42 6 [ERROR] mariadbd: The table 'sbtest1' is full\n"
+        "2026-11-24  1:29:42 6 [Warning] Aborted connection 6\n"
+    )
+    assert _error_lines(text) == ["[ERROR] mariadbd: The table 'sbtest1' is full"]
