@@ -34,7 +34,7 @@ from dbrig.run.commands import (
     trial_commands,
 )
 from dbrig.run.datasets import AnyHandle, client_endpoint, ready_for_trial
-from dbrig.run.faults import FaultFailed, FaultInjector, resilient_status
+from dbrig.run.faults import FaultInjector, resilient_status
 from dbrig.run.interference import InterferenceRun
 from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, Trial
@@ -266,8 +266,10 @@ class TrialExecutor:
                 began = self.context.clock()
                 try:
                     ended = self._faults.tick(functools.partial(_kill, child))
-                except FaultFailed as exc:
+                except DbrigError as exc:  # FaultFailed, or the server was not running
                     return child.stop(grace_s=5), exc.message
+                except OSError as exc:  # deleting or filling a file
+                    return child.stop(grace_s=5), f"faults: {exc}"
                 deadline += self.context.clock() - began  # the restart is not the tool's time
                 if ended:
                     resumed = self._resume(child)
