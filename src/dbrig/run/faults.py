@@ -119,6 +119,7 @@ class FaultInjector:
         self._filler: Path | None = None
         self._disk_log_offset = 0
         self._disk_resumed = False
+        self._disrupted_at: float | None = None
 
     # -- the schedule ---------------------------------------------------------------
 
@@ -147,6 +148,8 @@ class FaultInjector:
         while self._pending and self._pending[0].at <= self.now_s():
             fault = self._pending.pop(0)
             self.metrics.setdefault("fault_at_s", self.now_s())
+            if not isinstance(fault, DeleteFile):  # the fault the throughput recovers from
+                self._disrupted_at = self.now_s()
             if isinstance(fault, KillServer):
                 ended |= self._kill_server(fault)
             elif isinstance(fault, KillClient):
@@ -308,7 +311,7 @@ class FaultInjector:
         client_out = _client_out_s(self.events)
         if client_out is not None:
             out["client_out_s"] = client_out
-        fault_at = out.get("fault_at_s")
+        fault_at = self._disrupted_at
         if intervals is None or interval_s is None or fault_at is None or intervals.empty:
             return out
         rate = next(
