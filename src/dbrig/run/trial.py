@@ -47,7 +47,11 @@ OUTPUT_TAIL_LINES = 20  # of the tool's output, kept in trial.json when a trial 
 
 # Follows the running workload for the live progress line (Progress.following): given the
 # tool, the warm-up and the output file, a block that yields a poll to call while it runs.
-Follow = Callable[[WorkloadTool, int, Path], contextlib.AbstractContextManager[Callable[[], None]]]
+# The output may be a function: after a fault the workload writes a new file.
+Follow = Callable[
+    [WorkloadTool, int, Path | Callable[[], Path]],
+    contextlib.AbstractContextManager[Callable[[], None]],
+]
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,7 @@ class TrialExecutor:
                 self._workload_pid = child.pid
                 if self._faults is not None:
                     self._faults.start(self.context.clock() + warmup)
-                with self._following(out, warmup) as poll:
+                with self._following(self._current_output, warmup) as poll:
                     finished, abort = self._watch(child, timeout, running, samplers, poll)
                 # The tool may notice first ("lost connection"); the cause is the server's death.
                 abort = abort or self.server.died()
@@ -231,8 +235,11 @@ class TrialExecutor:
         if self.record.status != "ok":
             self.record.output_tail = output.splitlines()[-OUTPUT_TAIL_LINES:]
 
+    def _current_output(self) -> Path:
+        return self._outputs[-1]
+
     def _following(
-        self, out: Path, warmup: int
+        self, out: Path | Callable[[], Path], warmup: int
     ) -> contextlib.AbstractContextManager[Callable[[], None]]:
         if self.follow is None:
             return contextlib.nullcontext(lambda: None)
