@@ -112,6 +112,7 @@ class FaultInjector:
         self.events: list[Event] = []
         self.metrics: dict[str, float] = {}
         self.recovery: dict[str, Any] = {}
+        self.server_errors: list[str] = []  # [ERROR] lines logged while the disk was full
         self._pending = list(faults.given.values())
         self._measure_start: float | None = None
         self._cont_due: float | None = None
@@ -278,7 +279,7 @@ class FaultInjector:
         self.metrics["disk_full_s"] = freed - filled
         errors = _error_lines(_read_from(self.server.sandbox.error_log, self._disk_log_offset))
         self.metrics["server_log_errors"] = float(len(errors))
-        self.recovery["server_errors"] = list(dict.fromkeys(errors))[:_LOGGED_ERRORS]
+        self.server_errors = list(dict.fromkeys(errors))[:_LOGGED_ERRORS]
 
     def _delete_file(self, fault: DeleteFile) -> None:
         path = self.server.sandbox.datadir / fault.path
@@ -347,6 +348,7 @@ class FaultInjector:
             "faults": self.faults.model_dump(by_alias=True, exclude_none=True),
             "timeline": self.timeline(),
             "innodb_recovery": self.recovery,
+            "server_errors": self.server_errors,
             "metrics": {k: v for k, v in metrics.items() if k in FAULT_METRIC_NAMES},
         }
         (folder / TIMELINE_FILE).write_text(json.dumps(data, indent=2) + "\n")
