@@ -116,6 +116,14 @@ def test_a_freeze_from_real_sysbench_intervals() -> None:
     assert back.errors == pytest.approx(0 + 0 + 11.00)  # the intervals ending at 3, 4 and 5
 
 
+def test_a_lasting_fault_recovers_only_after_its_end() -> None:
+    ends = [1, 2, 3, 4, 5, 6]
+    rates = [100, 100, 95, 20, 0, 100]
+    back = throughput_recovery(ends, rates, 2.0, interval_s=1.0, fault_end_s=4.5)
+    assert back.recovered_at_s == 6
+    assert throughput_recovery(ends, rates, 2.0, interval_s=1.0).recovered_at_s == 3
+
+
 def test_a_gap_while_the_client_was_restarted() -> None:
     ends = [1, 2, 3, 6.5, 7.5]
     rates = [100, 100, 100, 50, 95]

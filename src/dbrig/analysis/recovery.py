@@ -22,8 +22,9 @@ finds:
 
 **Throughput recovery** (:func:`throughput_recovery`): the pre-fault level is the
 mean rate of the intervals that ended before the fault; the throughput is back
-when an interval that started at or after the fault reaches ``fraction`` (90 %)
-of it. Its resolution is the workload's report interval.
+when an interval that started at or after the fault's end (a freeze or a full
+disk lasts; a kill ends when it is sent) reaches ``fraction`` (90 %) of it. Its
+resolution is the workload's report interval.
 """
 
 from __future__ import annotations
@@ -165,12 +166,15 @@ def throughput_recovery(
     interval_s: float,
     errors_per_s: Sequence[float] | None = None,
     fraction: float = RECOVERED_FRACTION,
+    fault_end_s: float | None = None,
 ) -> ThroughputRecovery:
     """When the throughput came back to ``fraction`` of its pre-fault level.
 
     ``ends_s[i]`` is where interval i (of ``interval_s`` seconds) ends and ``rates[i]``
     its throughput; intervals missing (the client was not running) count as nothing.
-    Intervals ending at or before 0 (the warm-up) are ignored.
+    Intervals ending at or before 0 (the warm-up) are ignored. A fault that lasts (a
+    freeze, a full disk) ends at ``fault_end_s``: only intervals that start after it
+    count as recovered, however little the fault slowed the ones before.
     """
     rows = [(e, r) for e, r in zip(ends_s, rates, strict=True) if e > 0 and _finite(r)]
     before = [r for e, r in rows if e <= fault_s]
@@ -178,7 +182,8 @@ def throughput_recovery(
     recovered = None
     if baseline is not None:
         target = fraction * baseline
-        recovered = next((e for e, r in rows if e - interval_s >= fault_s and r >= target), None)
+        after = max(fault_s, fault_end_s or fault_s)
+        recovered = next((e for e, r in rows if e - interval_s >= after and r >= target), None)
     errors = 0.0
     if errors_per_s is not None:
         until = recovered if recovered is not None else math.inf

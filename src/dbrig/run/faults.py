@@ -121,6 +121,7 @@ class FaultInjector:
         self._disk_log_offset = 0
         self._disk_resumed = False
         self._disrupted_at: float | None = None
+        self._disruption_ended_at: float | None = None  # a freeze thawed, a disk freed
 
     # -- the schedule ---------------------------------------------------------------
 
@@ -247,6 +248,7 @@ class FaultInjector:
         with contextlib.suppress(DbrigError, ProcessLookupError):
             self.server.sandbox.signal(signal.SIGCONT)
         thawed = self._note("signal sent", signal="CONT")
+        self._disruption_ended_at = thawed
         frozen = next(e.t_s for e in self.events if e.detail.get("signal") == "STOP")
         self.metrics["downtime_s"] = thawed - frozen
 
@@ -275,6 +277,7 @@ class FaultInjector:
         if filler is not None:
             filler.unlink(missing_ok=True)
         freed = self._note("disk freed")
+        self._disruption_ended_at = freed
         filled = next(e.t_s for e in self.events if e.what == "disk filled")
         self.metrics["disk_full_s"] = freed - filled
         errors = _error_lines(_read_from(self.server.sandbox.error_log, self._disk_log_offset))
@@ -326,7 +329,12 @@ class FaultInjector:
             list(map(float, intervals["errors_per_s"])) if "errors_per_s" in intervals else None
         )
         back = throughput_recovery(
-            ends, rates, fault_at, interval_s=interval_s, errors_per_s=errors
+            ends,
+            rates,
+            fault_at,
+            interval_s=interval_s,
+            errors_per_s=errors,
+            fault_end_s=self._disruption_ended_at,
         )
         if errors is not None:
             out["client_errors"] = back.errors
