@@ -37,6 +37,7 @@ HOST_SAMPLER = "host sampler"  # cpu.csv, disk.csv, memory.csv, procs.csv (docs/
 STATUS_SAMPLER = "status sampler"  # status.csv: SHOW GLOBAL STATUS
 SAMPLERS = "samplers"  # sampler.csv: the samplers' own cost
 DERIVED = "derived"  # computed from other columns after the trial (cost per unit of work)
+FAULTS = "faults"  # the fault injector's timeline and recovery (dbrig.run.faults)
 SOURCES = frozenset(
     {
         SYSBENCH,
@@ -49,6 +50,7 @@ SOURCES = frozenset(
         STATUS_SAMPLER,
         SAMPLERS,
         DERIVED,
+        FAULTS,
     }
 )
 
@@ -508,6 +510,102 @@ def _runner() -> Iterator[Metric]:
         yield Metric(f"time_{step}_s", f"{label} time", "s", r, "wall-clock time of the step")
 
 
+def _faults() -> Iterator[Metric]:
+    """A scenario's ``faults:`` (docs/reliability.md): all on the measured window's clock."""
+    f = FAULTS
+    yield Metric(
+        "downtime_s",
+        "downtime",
+        "s",
+        f,
+        "kill_server: signal to the restarted server's first query; STOP: frozen time",
+        fmt=".2f",
+        direction=LOWER,
+        headline=True,
+        compared=True,
+        short="down s",
+    )
+    yield Metric(
+        "throughput_recovered_s",
+        "throughput recovery",
+        "s",
+        f,
+        "from the fault until an interval's throughput is back at 90 % of its pre-fault mean",
+        fmt=".1f",
+        direction=LOWER,
+        headline=True,
+        compared=True,
+        short="recover s",
+    )
+    yield Metric("fault_at_s", "fault at", "s", f, "when the first fault fired, after the warm-up")
+    yield Metric(
+        "server_exit_s", "server exit", "s", f, "kill_server: signal until the process was gone"
+    )
+    yield Metric(
+        "restart_to_query_s",
+        "restart to first query",
+        "s",
+        f,
+        "kill_server: the restart until its first successful query",
+        direction=LOWER,
+    )
+    yield Metric(
+        "client_out_s",
+        "client out",
+        "s",
+        f,
+        "the fault until dbrig started the workload again (it ended the workload's run)",
+        direction=LOWER,
+    )
+    yield Metric(
+        "client_errors",
+        "client errors",
+        "",
+        f,
+        "errors the workload reported from the fault until the throughput recovered",
+        direction=LOWER,
+    )
+    yield Metric(
+        "fault_window_tps",
+        "TPS with the fault",
+        "txn/s",
+        f,
+        "over the whole measured window, the outage counted as zero",
+        fmt=".1f",
+        direction=HIGHER,
+    )
+    yield Metric(
+        "innodb_recovery_s",
+        "InnoDB crash recovery",
+        "s",
+        f,
+        "error log: crash recovery began -> ready for connections (1 s resolution)",
+        direction=LOWER,
+    )
+    yield Metric("innodb_redo_s", "InnoDB redo scan and apply", "s", f, "error log, 1 s resolution")
+    yield Metric(
+        "innodb_rollback_s",
+        "InnoDB rollback",
+        "s",
+        f,
+        "error log: background rollback of incomplete transactions, 1 s resolution",
+    )
+    yield Metric("innodb_redo_mb", "redo scanned", "MiB", f, "end-of-log LSN - checkpoint LSN")
+    yield Metric("innodb_pages_recovered", "pages recovered", "", f, "error log: To recover")
+    yield Metric(
+        "innodb_trx_rolled_back", "transactions rolled back", "", f, "left incomplete by the crash"
+    )
+    yield Metric("disk_full_s", "disk full", "s", f, "disk_full: filled until freed")
+    yield Metric("disk_fill_mb", "disk filled", "MiB", f, "disk_full: what the filler took")
+    yield Metric(
+        "server_log_errors",
+        "server errors logged",
+        "",
+        f,
+        "disk_full: [ERROR] lines in the error log while the disk was full",
+    )
+
+
 def _stress_ng() -> Iterator[Metric]:
     n = STRESS_NG
     yield Metric("stress_cpu_s_requested", "stress CPU asked", "s", n, "workers x load x time")
@@ -593,6 +691,7 @@ REGISTRY: tuple[Metric, ...] = (
     *_tpcc(),
     *_acked_writes(),
     *_runner(),
+    *_faults(),
     *_stress_ng(),
     *_samplers(),
 )

@@ -351,6 +351,16 @@ def test_the_tail_reads_what_was_added_and_keeps_the_end(tmp_path: Path) -> None
     assert tail.read() == "6789ABCDEF"
 
 
+def test_the_tail_follows_the_workload_started_again_after_a_fault(tmp_path: Path) -> None:
+    outputs = [tmp_path / "workload.out"]
+    outputs[0].write_text("[ 1s ] first run\n")
+    tail = OutputTail(lambda: outputs[-1])
+    assert tail.read() == "[ 1s ] first run\n"
+    outputs.append(tmp_path / "workload-2.out")
+    outputs[-1].write_text("[ 1s ] again\n")
+    assert tail.read() == "[ 1s ] again\n"
+
+
 # -- the terminal's live line -----------------------------------------------------------------
 
 

@@ -158,9 +158,14 @@ def test_throughput_ranks_are_distinct() -> None:
 # --------------------------------------------------------------------------- the old tables
 
 
+NEWER_SOURCES = (metrics.TPCC, metrics.ACKED_WRITES, metrics.FAULTS)
+
+
 def _before_tpcc(chosen: tuple[Metric, ...]) -> list[Metric]:
-    """The metrics as they were before the tpcc and acked_writes tools added their own."""
-    return [m for m in chosen if m.source not in (metrics.TPCC, metrics.ACKED_WRITES)]
+    """The metrics as they were before the tpcc, acked_writes and faults sources added theirs."""
+    return [
+        m for m in chosen if m.source not in (metrics.TPCC, metrics.ACKED_WRITES, metrics.FAULTS)
+    ]
 
 
 def test_terminal_headings_and_formats_are_unchanged() -> None:
@@ -194,6 +199,7 @@ def test_directions_agree_with_the_old_table_and_rules() -> None:
     tpcc = {m.name for m in produced_by(metrics.TPCC)}
     tpcc |= {"server_cpu_us_per_new_order", "kb_written_per_new_order"}
     tpcc |= {m.name for m in produced_by(metrics.ACKED_WRITES)}  # newer still: issue 11
+    tpcc |= {m.name for m in produced_by(metrics.FAULTS)}  # issue 11, after the old table
     assert {k: v for k, v in METRIC_DIRECTIONS.items() if k not in tpcc} == OLD_DIRECTIONS
     unknown = ["latency_p99_ms", "page_faults_per_txn", "disk_reads_per_query", "threads", " TPS "]
     for name in [m.name for m in REGISTRY if m.name not in tpcc] + unknown:
@@ -205,7 +211,12 @@ def test_compared_by_default_in_the_old_order() -> None:
     assert compared(metrics.TPCC)[:2] == ("nopm", "tpm")  # issue 10
     # issue 11: lost_commits is mostly 0, a change from 0 has no relative size; fail_on_loss gates
     assert compared(metrics.ACKED_WRITES) == ()
-    newer = set(compared(metrics.TPCC)) | set(compared(metrics.ACKED_WRITES))
+    assert compared(metrics.FAULTS) == ("downtime_s", "throughput_recovered_s")  # issue 11
+    newer = (
+        set(compared(metrics.TPCC))
+        | set(compared(metrics.ACKED_WRITES))
+        | set(compared(metrics.FAULTS))
+    )
     before_tpcc = tuple(n for n in compared() if n not in newer)
     assert before_tpcc == OLD_COMPARED[:5] + hardware + OLD_COMPARED[5:]
     assert compared(metrics.SYSBENCH) == OLD_COMPARED[:5] + hardware

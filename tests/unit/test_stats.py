@@ -91,7 +91,9 @@ def test_metric_directions() -> None:
         assert direction_of(metric) is LOWER
     tpcc_directions = 18  # nopm, tpm, 10 per-type latencies, 4 consistency counts, 2 costs
     acked_writes_directions = 1  # lost_commits
-    assert len(METRIC_DIRECTIONS) == 21 + tpcc_directions + acked_writes_directions
+    fault_directions = 7  # issue 11: downtime, recovery, restart, client out/errors, tps, InnoDB
+    expected = 21 + tpcc_directions + acked_writes_directions + fault_directions
+    assert len(METRIC_DIRECTIONS) == expected
 
 
 def test_direction_fallback() -> None:

@@ -10,6 +10,7 @@ import contextlib
 import datetime as dt
 import json
 import logging
+import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -110,8 +111,26 @@ def run_scenario(
 
 
 def _workspace_image(plan: scenario.Plan, keep_data: bool) -> int | None:
-    """The clone workspace's size, checked before anything runs (root, xfsprogs)."""
+    """The clone workspace's size, checked before anything runs (root, xfsprogs): the
+    scenario's ``workspace.image``, or the filesystem its ``disk_full`` fault fills."""
     size = plan.scenario.workspace.image_bytes
+    filled = {
+        fault.size_bytes
+        for cell in plan.cells
+        if (fault := cell.scenario.faults.disk_full) is not None and fault.size_bytes
+    }
+    if len(filled) > 1:
+        raise ConfigError(
+            f"{plan.source}: faults.disk_full.size: the run's datadirs live on one "
+            "filesystem, so every cell needs the same size"
+        )
+    if filled and os.geteuid() != 0:
+        raise ConfigError(
+            f"{plan.source}: faults.disk_full needs root: dbrig makes, loop-mounts and "
+            "fills a filesystem for the datadirs",
+            hint="run dbrig as root, or remove the disk_full fault",
+        )
+    size = size or next(iter(filled), None)
     if size is None:
         return None
     if keep_data:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dbrig import proc
 from dbrig.endpoint import Endpoint
+from dbrig.run import faults
 from dbrig.run.commands import trial_commands
 from dbrig.run.datasets import data_set_id, prepare_steps, prepared_before_every_trial
 from dbrig.run.preflight import cell_endpoint, check_host, find_binaries
@@ -67,6 +68,7 @@ def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
         for interference in commands.interference:
             yield f"  {interference.role}: " + " ".join(proc.redact(interference.argv))
         yield from _server_lines(cell.scenario.server_specs[cell.server])
+        yield from (f"  fault {line}" for line in faults.describe(cell.scenario.faults))
         settings = cell.scenario.system
         if settings.active:
             yield "  system: " + ", ".join(

@@ -97,7 +97,7 @@ class Progress:
 
     @contextlib.contextmanager
     def following(
-        self, trial: Trial, tool: WorkloadTool, warmup: int, output: Path
+        self, trial: Trial, tool: WorkloadTool, warmup: int, output: Path | Callable[[], Path]
     ) -> Iterator[Callable[[], None]]:
         """The live line of ``trial``'s workload while the block runs: yields ``poll``,
         to call often from the trial's watch loop (it does its work when one is due)."""
@@ -194,14 +194,19 @@ def _one_line(exc: Exception) -> str:
 class OutputTail:
     """The last ``keep`` bytes of a file another process is writing, read as it grows."""
 
-    def __init__(self, path: Path, keep: int = TAIL_BYTES) -> None:
-        self.path = path
+    def __init__(self, path: Path | Callable[[], Path], keep: int = TAIL_BYTES) -> None:
+        """``path`` may be a function giving the file to follow now: a workload started
+        again after a fault writes a new one, followed from its start."""
+        self.source = path
+        self.path = path() if callable(path) else path
         self.keep = keep
         self.offset = 0
         self.buffer = b""
 
     def read(self) -> str:
         """The tail as text, after reading what was added since the last call."""
+        if callable(self.source) and (now := self.source()) != self.path:
+            self.path, self.offset, self.buffer = now, 0, b""
         try:
             with self.path.open("rb") as handle:
                 size = handle.seek(0, 2)

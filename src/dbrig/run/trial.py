@@ -12,13 +12,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
+import math
 import shutil
+import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pymysql
 
 from dbrig import proc, sampling, store
@@ -35,17 +39,20 @@ from dbrig.run.commands import (
     trial_commands,
 )
 from dbrig.run.datasets import AnyHandle, client_endpoint, ready_for_trial
+from dbrig.run.faults import FaultInjector, resilient_status
 from dbrig.run.interference import InterferenceRun
 from dbrig.run.remote import RemoteClients, RemoteRun, lost_connection, remote_run
 from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, Trial
-from dbrig.server.handles import setting_warnings
+from dbrig.server.handles import ManagedServerHandle, setting_warnings
 from dbrig.tools.base import (
     CheckedWorkload,
     ClientLogWorkload,
     Outcome,
+    ResumableWorkload,
     WorkloadTool,
     client_host,
+    reconnects_itself,
 )
 from dbrig.tools.registry import workload_for
 from dbrig.util.files import disk_full, is_disk_full
@@ -57,7 +64,11 @@ CLIENT_LOG_DIR = "client-log"
 
 # Follows the running workload for the live progress line (Progress.following): given the
 # tool, the warm-up and the output file, a block that yields a poll to call while it runs.
-Follow = Callable[[WorkloadTool, int, Path], contextlib.AbstractContextManager[Callable[[], None]]]
+# The output may be a function: after a fault the workload writes a new file.
+Follow = Callable[
+    [WorkloadTool, int, Path | Callable[[], Path]],
+    contextlib.AbstractContextManager[Callable[[], None]],
+]
 
 
 @dataclass(frozen=True)
@@ -137,6 +148,11 @@ class TrialExecutor:
         self.record = TrialRecord(trial, started_at=context.now().isoformat())
         self._workload_pid: int | None = None
         self._interference: list[InterferenceRun] = []
+        self._faults = self._fault_injector()
+        # Each run of the workload: a fault that ends one makes the trial start another.
+        self._outputs: list[Path] = []
+        self._finished: list[proc.Finished] = []
+        self._resumed_at_s: float | None = None
 
     def execute(self) -> TrialRecord:
         spec = self.scenario.server_specs[self.cell.server]
@@ -196,6 +212,12 @@ class TrialExecutor:
         with remote_run(self.context.remote.host(name), self.server, self.workload) as remote:
             yield remote
 
+    def _fault_injector(self) -> FaultInjector | None:
+        if not self.scenario.faults.given or not isinstance(self.server, ManagedServerHandle):
+            return None
+        spec = self.scenario.server_specs[self.cell.server]
+        return FaultInjector(self.scenario.faults, self.server, spec, self.context.clock)  # type: ignore[arg-type]
+
     def _run_workload(self) -> None:
         with self._client() as remote:
             self._run_workload_with(remote)
@@ -216,22 +238,34 @@ class TrialExecutor:
         timeout = commands.timeout_s
         out = self.folder / "workload.out"
         samplers_on = self._samplers(warmup, pinned)
-        with self._interfering(commands) as running, samplers_on as samplers:
-            if remote is None:
-                child = proc.spawn(commands.argv, stdout=out, merge_stderr=True, cwd=self._cwd())
-                self._workload_pid = child.pid
-            else:  # the host sampler follows no process: the client is elsewhere
-                child = remote.host.spawn(
-                    commands.argv, stdout=out, secret=remote.secret, report_times=True
-                )
-            with self._following(out, warmup) as poll:
-                finished, abort = self._watch(child, timeout, running, samplers, poll)
-            # The tool may notice first ("lost connection"); the cause is the server's death.
-            abort = abort or self.server.died()
-        self.record.timings["workload_s"] = finished.wall_s
-        output = out.read_text(errors="replace")
-        user_cpu, sys_cpu = finished.user_cpu_s, finished.sys_cpu_s
-        if remote is not None:
+        try:
+            with self._interfering(commands) as running, samplers_on as samplers:
+                if remote is None:
+                    child = proc.spawn(
+                        commands.argv, stdout=out, merge_stderr=True, cwd=self._cwd()
+                    )
+                    self._workload_pid = child.pid
+                else:  # the host sampler follows no process: the client is elsewhere
+                    child = remote.host.spawn(
+                        commands.argv, stdout=out, secret=remote.secret, report_times=True
+                    )
+                self._outputs.append(out)
+                if self._faults is not None:
+                    self._faults.start(self.context.clock() + warmup)
+                with self._following(self._current_output, warmup) as poll:
+                    finished, abort = self._watch(child, timeout, running, samplers, poll)
+                # The tool may notice first ("lost connection"); the cause is the server's death.
+                abort = abort or self.server.died()
+        finally:
+            if self._faults is not None:
+                self._faults.close()
+        self._finished.append(finished)
+        self.record.timings["workload_s"] = sum(f.wall_s for f in self._finished)
+        output = self._outputs[-1].read_text(errors="replace")
+        if remote is None:
+            user_cpu = sum(f.user_cpu_s for f in self._finished)
+            sys_cpu = sum(f.sys_cpu_s for f in self._finished)
+        else:
             output, user_cpu, sys_cpu = client_times(output)
             lost = lost_connection(remote.host, finished.returncode, output)
             abort = abort or (None if finished.timed_out else lost)
@@ -242,14 +276,15 @@ class TrialExecutor:
         self._save_outcome(outcome, warmup)
         ran_well = not (abort or finished.timed_out or finished.reaped_elsewhere or outcome.reason)
         checks_failed = self._after_run_checks() if ran_well else None
+        after = " after the fault" if len(self._outputs) > 1 else ""
         if abort:
             self.record.fail(abort)
         elif finished.reaped_elsewhere:
-            self.record.fail(f"{self.workload.info.name}: {finished.exit_text}")
+            self.record.fail(f"{self.workload.info.name}{after}: {finished.exit_text}")
         elif finished.timed_out:
             self.record.fail(f"{self.workload.info.name} did not finish within {timeout:.0f} s")
         elif outcome.reason:
-            self.record.fail(outcome.reason)
+            self.record.fail(f"{outcome.reason}{after}" if after else outcome.reason)
         elif checks_failed:
             self.record.fail(checks_failed)
         if self.record.status != "ok":
@@ -262,12 +297,15 @@ class TrialExecutor:
             return self.server.cwd
         if isinstance(self.workload, ClientLogWorkload):
             folder = self.folder / CLIENT_LOG_DIR
-            folder.mkdir()
+            folder.mkdir(exist_ok=True)  # a run resumed after a fault appends to the same logs
             return folder
         return None
 
+    def _current_output(self) -> Path:
+        return self._outputs[-1]
+
     def _following(
-        self, out: Path, warmup: int
+        self, out: Path | Callable[[], Path], warmup: int
     ) -> contextlib.AbstractContextManager[Callable[[], None]]:
         if self.follow is None:
             return contextlib.nullcontext(lambda: None)
@@ -284,15 +322,72 @@ class TrialExecutor:
         deadline = self.context.clock() + timeout
         while True:
             done = child.wait(0.25)
+            if done is not None and self._client_held_back(done):
+                # A full disk ended the run (sysbench: error 1114): again once it is freed.
+                began, ended_s = self.context.clock(), self._faults.now_s()
+                self._faults.wait_until_freed()
+                deadline += self.context.clock() - began
+                resumed = self._resume(child, ended_s)
+                if isinstance(resumed, str):
+                    return self._finished.pop(), resumed
+                child = resumed
+                continue
             if done is not None:
                 return done, None
             poll()
+            if self._faults is not None:
+                began = self.context.clock()
+                try:
+                    ended = self._faults.tick(functools.partial(_kill, child))
+                except DbrigError as exc:  # FaultFailed, or the server was not running
+                    return child.stop(grace_s=5), exc.message
+                except OSError as exc:  # deleting or filling a file
+                    return child.stop(grace_s=5), f"faults: {exc}"
+                deadline += self.context.clock() - began  # the restart is not the tool's time
+                if ended:
+                    resumed = self._resume(child)
+                    if isinstance(resumed, str):
+                        return self._finished.pop(), resumed
+                    child = resumed
+                    continue
             abort = self._abort_reason(running, samplers)
             if abort or self.context.clock() >= deadline:
                 finished = child.stop(grace_s=5)
                 if not abort:
                     finished = dataclasses.replace(finished, timed_out=True)
                 return finished, abort
+
+    def _client_held_back(self, done: proc.Finished) -> bool:
+        """The workload's run failed inside the window after a disk_full fault."""
+        if self._faults is None or done.returncode == 0:
+            return False
+        expected = self.workload.expected_seconds(self.scenario.warmup) or 0
+        left = expected - self.scenario.warmup - self._faults.now_s()
+        return left >= 1 and self._faults.holds_client_back()
+
+    def _resume(self, child: proc.Child, ended_s: float | None = None) -> proc.Child | str:
+        """The fault ended the workload's run: start it again for the rest of the window
+        (or the reason there is no rest to measure)."""
+        assert self._faults is not None
+        if not isinstance(self.workload, ResumableWorkload):
+            if reconnects_itself(self.workload) and child.wait(0) is None:
+                return child  # it rides through the restart
+            return f"{self.workload.info.name} ended with the fault and cannot be started again"
+        self._finished.append(child.stop(grace_s=5))
+        self._faults.client_ended(self._faults.now_s() if ended_s is None else ended_s)
+        expected = self.workload.expected_seconds(self.scenario.warmup) or 0
+        rest = math.floor(expected - self.scenario.warmup - self._faults.now_s())
+        if rest < 1:
+            return "the fault's recovery outlasted the measured window: nothing left to measure"
+        endpoint = client_endpoint(self.server, self.workload)
+        argv = self.workload.resumed_argv(endpoint, self.context.workload_binary, rest)
+        out = self.folder / f"workload-{len(self._outputs) + 1}.out"
+        self._resumed_at_s = self._faults.client_resumed()
+        resumed = proc.spawn(argv, stdout=out, merge_stderr=True, cwd=self._cwd())
+        self.record.commands["workload_resumed"] = argv
+        self._outputs.append(out)
+        self._workload_pid = resumed.pid
+        return resumed
 
     def _after_run_checks(self) -> str | None:
         """The workload's own checks of the database after the run (tpcc's consistency
@@ -378,7 +473,11 @@ class TrialExecutor:
         )
         samplers: list = [host, remote] if remote else [host]
         conn = None
-        if not isinstance(self.server, WorkDirHandle):  # no server, no SHOW GLOBAL STATUS
+        if self._faults is not None:  # the server may be away: reconnect, or repeat the last
+            fetch = resilient_status(self.server.connect, _global_status)
+            conn = fetch
+            samplers.append(sampling.StatusSampler(self.folder, timing=timing, fetch=fetch))
+        elif not isinstance(self.server, WorkDirHandle):  # no server, no SHOW GLOBAL STATUS
             conn = self.server.connect()
             status_conn = conn
             samplers.append(
@@ -411,17 +510,58 @@ class TrialExecutor:
 
     def _save_outcome(self, outcome: Outcome, warmup: int) -> None:
         self.record.metrics.update(outcome.metrics)
-        if outcome.intervals is not None:
-            frame = outcome.intervals.copy()
-            frame.insert(0, "phase", ["warmup" if t <= warmup else "measure" for t in frame["t_s"]])
-            frame["t_s"] = frame["t_s"] - warmup
+        frame = self._interval_series(outcome, warmup)
+        if frame is not None:
             frame.to_csv(self.folder / "intervals.csv", index=False)
         self._save_tables(outcome)
         self.record.metrics.update(derived_costs(self.record.metrics))
+        if self._faults is not None:
+            self._save_faults(frame, warmup)
 
     def _save_tables(self, outcome: Outcome) -> None:
         for name, table in outcome.extra_tables.items():
             table.to_csv(self.folder / f"{name}.csv", index=False)
+
+    def _interval_series(self, outcome: Outcome, warmup: int) -> pd.DataFrame | None:
+        """The intervals on the measured window's clock; after a fault that ended the
+        workload's run, the first run's intervals, then the resumed run's."""
+        frames = []
+        if len(self._outputs) > 1:
+            first = self._outputs[0].read_text(errors="replace")
+            earlier = self.workload.analyse(first, self._finished[0].returncode)
+            if self._faults is not None:
+                self._faults.explain_client_end(earlier.reason)
+            if earlier.intervals is not None:
+                frames.append(_on_measured_clock(earlier.intervals, warmup))
+        if outcome.intervals is not None:
+            if self._resumed_at_s is None:
+                frames.append(_on_measured_clock(outcome.intervals, warmup))
+            else:
+                frames.append(_on_measured_clock(outcome.intervals, -self._resumed_at_s))
+        return pd.concat(frames, ignore_index=True) if frames else None
+
+    def _save_faults(self, frame: pd.DataFrame | None, warmup: int) -> None:
+        assert self._faults is not None
+        interval = (
+            self.workload.interval_s if isinstance(self.workload, ResumableWorkload) else None
+        )
+        expected = self.workload.expected_seconds(warmup) or 0
+        window = expected - warmup
+        self.record.metrics.update(self._faults.analyse(frame, interval, window))
+        self._faults.save(self.folder, self.record.metrics)
+
+
+def _kill(child: proc.Child) -> None:
+    child.signal_group(signal.SIGKILL)
+
+
+def _on_measured_clock(intervals: pd.DataFrame, warmup: float) -> pd.DataFrame:
+    """``t_s`` moved to the measured window's clock (``warmup`` s subtracted), with a
+    ``phase`` column: warm-up intervals end at or before 0."""
+    frame = intervals.copy()
+    frame["t_s"] = frame["t_s"] - warmup
+    frame.insert(0, "phase", ["warmup" if t <= 0 else "measure" for t in frame["t_s"]])
+    return frame
 
 
 def check_client_logs(workload: ClientLogWorkload, folder: Path, conn: Any) -> Outcome:

@@ -10,9 +10,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from dbrig.host.settings import SystemSettings
+from dbrig.tools.base import ResumableWorkload, client_host, reconnects_itself
 from dbrig.tools.registry import INTERFERENCE_TOOLS, WORKLOAD_TOOLS, field_name, workload_for
 from dbrig.util.units import parse_size
 
@@ -191,6 +200,172 @@ class WorkspaceSpec(_Frozen):
         return None if self.image is None else parse_size(self.image)
 
 
+AT = Field(ge=0, description="seconds into the measured window (after the warm-up)")
+
+
+class KillServer(_Frozen):
+    """Signal the managed server under load; after KILL or TERM dbrig restarts it on the
+    same datadir (no restore) and measures its recovery; STOP freezes it for ``for`` s."""
+
+    signal: Literal["KILL", "TERM", "STOP"] = Field(
+        "KILL", description="KILL (a crash), TERM (a clean shutdown) or STOP (a freeze)"
+    )
+    at: float = AT
+    for_: float | None = Field(
+        None, alias="for", gt=0, description="STOP only: seconds frozen before SIGCONT (5)"
+    )
+    timeout: float = Field(
+        120.0, gt=0, description="seconds the restarted server has to answer a query"
+    )
+
+    @model_validator(mode="after")
+    def _for_only_with_stop(self) -> KillServer:
+        if self.for_ is not None and self.signal != "STOP":
+            raise ValueError(
+                f"'for' is the length of a STOP (freeze); a {self.signal} has none: remove 'for'"
+            )
+        return self
+
+    @property
+    def frozen_s(self) -> float:
+        return self.for_ if self.for_ is not None else 5.0
+
+    @property
+    def ends_client(self) -> bool:
+        """KILL and TERM take the server away and end the workload's run with it."""
+        return self.signal != "STOP"
+
+
+class KillClient(_Frozen):
+    """SIGKILL the workload tool (a client crash); dbrig starts it again at once."""
+
+    at: float = AT
+
+
+class DeleteFile(_Frozen):
+    """Delete a file of the datadir under load (the server keeps what it has open)."""
+
+    path: str = Field(description="relative to the datadir, e.g. sbtest/sbtest1.ibd")
+    at: float = AT
+
+    @field_validator("path")
+    @classmethod
+    def _inside_the_datadir(cls, value: str) -> str:
+        parts = Path(value).parts
+        if not parts or Path(value).is_absolute() or ".." in parts:
+            raise ValueError(f"expected a path relative to the datadir, got {value!r}")
+        return value
+
+
+class DiskFull(_Frozen):
+    """Fill the filesystem holding the datadir (one dbrig made: a loop-mounted XFS image
+    of ``size``) for ``for`` seconds, then free it."""
+
+    at: float = AT
+    for_: float = Field(5.0, alias="for", gt=0, description="seconds the disk stays full")
+    size: str | None = Field(
+        None, description="size of the filesystem dbrig makes for the datadirs (>= 512M)"
+    )
+
+    @field_validator("size")
+    @classmethod
+    def _a_size(cls, value: str | None) -> str | None:
+        if value is not None and parse_size(value) is None:
+            raise ValueError(f"expected a size such as 1G, got {value!r}")
+        return value
+
+    @property
+    def size_bytes(self) -> int | None:
+        return None if self.size is None else parse_size(self.size)
+
+    @property
+    def frozen_s(self) -> float:
+        return self.for_
+
+
+FAULT_KEYS = ("kill_server", "kill_client", "delete_file", "disk_full")
+
+
+class Faults(_Frozen):
+    """Faults injected into every trial of the cell, each at its own time."""
+
+    kill_server: KillServer | None = None
+    kill_client: KillClient | None = None
+    delete_file: DeleteFile | None = None
+    disk_full: DiskFull | None = None
+
+    @property
+    def given(self) -> dict[str, KillServer | KillClient | DeleteFile | DiskFull]:
+        """The faults named, by key, in the order they fire."""
+        named = {k: getattr(self, k) for k in FAULT_KEYS}
+        chosen = {k: v for k, v in named.items() if v is not None}
+        return dict(sorted(chosen.items(), key=lambda kv: kv[1].at))
+
+    @property
+    def ends_client(self) -> bool:
+        server_ends_it = self.kill_server is not None and self.kill_server.ends_client
+        return server_ends_it or self.kill_client is not None
+
+
+def _check_disk_full(fault: DiskFull, workspace: WorkspaceSpec | None) -> None:
+    """The filesystem to fill is the clone workspace dbrig makes: its size comes from
+    ``size`` or ``workspace.image``, and they must agree."""
+    image = workspace.image_bytes if workspace is not None else None
+    if fault.size_bytes is None and image is None:
+        raise ValueError(
+            "disk_full: give its size (e.g. size: 1G): dbrig fills only a filesystem it makes"
+        )
+    if fault.size_bytes is not None and image is not None and fault.size_bytes != image:
+        raise ValueError(
+            f"disk_full.size {fault.size} differs from workspace.image {workspace.image}: "
+            "the datadirs live on one filesystem; give one of them"
+        )
+
+
+def _check_faults(faults: Faults, data: Mapping[str, Any]) -> None:
+    """Faults need a server dbrig owns and a time-limited workload that outlasts them."""
+    if not faults.given or "workload" not in data:
+        return
+    specs = data.get("servers") or {DEFAULT_SERVER: data.get("server") or ManagedServer()}
+    external = [name for name, spec in specs.items() if isinstance(spec, ExternalServer)]
+    if external:
+        raise ValueError(
+            f"server '{external[0]}' is external: dbrig does not own it and will not kill, "
+            "freeze or restart it (faults need a managed server)"
+        )
+    tool = workload_for(data["workload"])
+    if not tool.needs_server:
+        raise ValueError(f"{tool.title} runs no server to inject faults into")
+    warmup = int(data.get("warmup") or 0)
+    expected = tool.expected_seconds(warmup)
+    if expected is None:
+        raise ValueError(f"faults need a time-limited workload; {tool.title} has no time limit")
+    window = expected - warmup
+    for key, fault in faults.given.items():
+        lasts = isinstance(fault, DiskFull) or (
+            isinstance(fault, KillServer) and not fault.ends_client
+        )
+        ends = fault.at + (fault.frozen_s if lasts else 0)
+        if ends >= window:
+            what = f"at + for = {ends:g} s" if ends != fault.at else f"at = {fault.at:g} s"
+            what = f"{key}.{what}"
+            raise ValueError(
+                f"{what} is not inside the {window:g} s measured window "
+                "(faults count from the end of the warm-up)"
+            )
+    if faults.disk_full is not None:
+        _check_disk_full(faults.disk_full, data.get("workspace"))
+    if client_host(tool) is not None:
+        raise ValueError(
+            f"faults need the client on this machine (a run resumed after a fault starts here), "
+            f"not on host '{client_host(tool)}'"
+        )
+    if isinstance(tool, ResumableWorkload):
+        return
+    if faults.kill_client is not None or (faults.ends_client and not reconnects_itself(tool)):
+        raise ValueError(f"{tool.title} cannot be started again after a fault ends its run")
+
+
 class Scenario(_Frozen):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
@@ -210,6 +385,13 @@ class Scenario(_Frozen):
     order: Literal["shuffled", "sequential"] = "shuffled"
     seed: int | None = None
     out: str = "runs"
+    faults: Faults = Faults()
+
+    @field_validator("faults")
+    @classmethod
+    def _faults_fit(cls, faults: Faults, info: ValidationInfo) -> Faults:
+        _check_faults(faults, info.data)
+        return faults
 
     @model_validator(mode="after")
     def _server_or_servers(self) -> Scenario:

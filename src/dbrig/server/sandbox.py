@@ -306,11 +306,28 @@ class Sandbox:
         why = " | ".join(explained) or f"nothing in {self.error_log} explains it"
         return f"server '{self.name}' died ({_exit_words(done)}): {why}"
 
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the running server (a fault: KILL, TERM, STOP, CONT)."""
+        if self._child is None:
+            raise ServerError(f"server '{self.name}' is not running")
+        self._child.signal_group(sig)
+
+    def wait_exit(self, timeout_s: float) -> bool:
+        """Wait for the server to exit after a signal; False if it still runs."""
+        return self._child is None or self._child.wait(timeout_s) is not None
+
+    @property
+    def log_size(self) -> int:
+        """Where the error log ends now: what a restart writes comes after it."""
+        return self.error_log.stat().st_size if self.error_log.exists() else 0
+
     def stop(self, timeout_s: float = 120.0) -> float:
         """SIGTERM and wait (a clean InnoDB shutdown), SIGKILL after ``timeout_s``."""
         if self._child is None:
             return 0.0
         started = time.monotonic()
+        with contextlib.suppress(ProcessLookupError):
+            self._child.signal_group(signal.SIGCONT)  # a frozen server cannot shut down
         self._child.stop(grace_s=timeout_s)
         self._child = None
         return time.monotonic() - started

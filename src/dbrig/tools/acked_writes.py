@@ -275,6 +275,7 @@ class AckedWritesTool(ServerWorkload):
     params: AckedWritesParams
     key: ClassVar[str] = "acked_writes"
     info: ClassVar[ToolInfo] = INFO
+    reconnects_itself: ClassVar[bool] = True  # the script's own reconnect (see reconnect())
     params_model: ClassVar[type[BaseModel]] = AckedWritesParams
     required_by_doctor: ClassVar[bool] = False  # sysbench's own entry already requires it
     concurrency_key: ClassVar[str | None] = "threads"

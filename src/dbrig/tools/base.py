@@ -184,6 +184,12 @@ def client_cpus(workload: WorkloadTool) -> tuple[int, ...] | None:
     return getattr(workload.params, "cpus", None)
 
 
+def reconnects_itself(workload: WorkloadTool) -> bool:
+    """The client rides through a server restart by reconnecting on its own (acked_writes),
+    so a fault that takes the server away need not end its run."""
+    return bool(getattr(workload, "reconnects_itself", False))
+
+
 def client_host(workload: WorkloadTool) -> str | None:
     """The scenario's host (a key of ``hosts:``) the client runs on; None: this machine."""
     return getattr(workload.params, "host", None)
@@ -258,6 +264,24 @@ class ClientLogWorkload(Protocol):
     def evaluate_client_logs(self, logs: Mapping[str, str], found: Iterable[int]) -> Outcome:
         """Metrics to save, tables to save beside them (the lost ids) and a failure reason
         (or None), from the files and the values the queries returned; no intervals."""
+
+
+class ResumableWorkload(Protocol):
+    """A workload dbrig can start again for the rest of its time after a fault ended it.
+
+    A fault that takes the server away (kill_server KILL or TERM) or kills the client
+    (kill_client) ends the run: sysbench 1.0.20 linked with libmariadb crashes when it
+    reconnects (akopytov/sysbench#527), so the run side starts a second run for the
+    rest of the measured window instead of relying on the tool's own reconnects.
+    """
+
+    @property
+    def interval_s(self) -> float | None:
+        """Seconds between its interval lines (None: it prints none)."""
+        ...
+
+    def resumed_argv(self, endpoint: Endpoint, binary: Path, seconds: int) -> list[str]:
+        """A run of ``seconds`` with no warm-up, on the data as the fault left it."""
         ...
 
 

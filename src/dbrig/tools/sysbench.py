@@ -1031,6 +1031,14 @@ class SysbenchTool:
     def expected_seconds(self, warmup: int) -> float | None:
         return float(self.params.time + warmup) if self.params.time else None
 
+    @property
+    def interval_s(self) -> float | None:
+        return float(self.params.report_interval) if self.params.report_interval else None
+
+    def resumed_argv(self, endpoint: Endpoint, binary: Path, seconds: int) -> list[str]:
+        rest = self.params.model_copy(update={"time": max(1, seconds), "events": 0})
+        return build_command(rest, endpoint, "run", binary=str(binary), warmup=0)
+
     def analyse(self, output: str, returncode: int) -> Outcome:
         result = parse(output)
         metrics = dict(result.summary)

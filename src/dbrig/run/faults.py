@@ -1,0 +1,465 @@
+"""Faults injected into a trial under load, their timeline, and what recovery they cost.
+
+A scenario's ``faults:`` block (:class:`dbrig.scenario.model.Faults`) names up to
+three faults, each at ``at`` seconds into the measured window. The trial's watch
+loop calls :meth:`FaultInjector.tick` every quarter second; the injector fires
+what is due:
+
+- ``kill_server``: SIGKILL or SIGTERM to the managed server, a wait for it to exit,
+  a restart on the same datadir (no restore) with the cell's settings, and a first
+  query; the InnoDB crash recovery is then read from the error log the restart
+  wrote. SIGSTOP freezes it instead, and SIGCONT follows ``for`` seconds later.
+- ``kill_client``: SIGKILL to the workload tool (a client crash).
+- ``delete_file``: a file of the datadir unlinked (the server keeps what it has open).
+
+A fault that ends the workload's run (kill_server KILL/TERM, kill_client) makes
+``tick`` return True: the trial starts the workload again for the rest of the
+window (:class:`~dbrig.tools.base.ResumableWorkload`). A restart that fails, or a
+server that does not exit after its signal within ``timeout``, raises
+:class:`FaultFailed`: the trial fails with that reason and the run goes on.
+
+Every step is stamped on the measured window's clock (seconds after the warm-up)
+and written with the recovery details to the trial's ``faults.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dbrig.analysis.recovery import (
+    mean_rate,
+    parse_recovery_log,
+    recovery_metrics,
+    throughput_recovery,
+)
+from dbrig.errors import DbrigError
+from dbrig.metrics import throughput_metrics
+from dbrig.scenario.model import (
+    DeleteFile,
+    DiskFull,
+    Faults,
+    KillClient,
+    KillServer,
+    ManagedServer,
+)
+from dbrig.server.handles import ManagedServerHandle
+
+TIMELINE_FILE = "faults.json"
+FILLER = ".dbrig-disk-filler"  # beside the datadir, on the filesystem dbrig made
+_FILL_CHUNK = 64 * 2**20
+_LOGGED_ERRORS = 5
+_SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTOP}
+
+
+def describe(faults: Faults) -> list[str]:
+    """One line per fault, for the dry run: what happens when."""
+    lines = []
+    for key, fault in faults.given.items():
+        when = f"at {fault.at:g} s"
+        if isinstance(fault, KillServer) and fault.ends_client:
+            lines.append(
+                f"{key}: SIG{fault.signal} {when}, restart on the same datadir (timeout "
+                f"{fault.timeout:g} s), the workload started again for the rest of the window"
+            )
+        elif isinstance(fault, KillServer):
+            lines.append(f"{key}: SIGSTOP {when}, SIGCONT {fault.frozen_s:g} s later")
+        elif isinstance(fault, KillClient):
+            lines.append(f"{key}: SIGKILL to the workload {when}, started again at once")
+        elif isinstance(fault, DiskFull):
+            lines.append(
+                f"{key}: the datadir's filesystem filled {when}, freed {fault.for_:g} s later"
+            )
+        else:
+            lines.append(f"{key}: delete <datadir>/{fault.path} {when}")
+    return lines
+
+
+class FaultFailed(DbrigError):
+    """A fault's recovery failed: the trial fails with this reason."""
+
+
+@dataclass
+class Event:
+    t_s: float  # on the measured window's clock
+    what: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+class FaultInjector:
+    """Fires a trial's faults on time and records what happened."""
+
+    def __init__(
+        self,
+        faults: Faults,
+        server: ManagedServerHandle,
+        spec: ManagedServer,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.faults = faults
+        self.server = server
+        self.spec = spec
+        self.clock = clock
+        self.events: list[Event] = []
+        self.metrics: dict[str, float] = {}
+        self.recovery: dict[str, Any] = {}
+        self.server_errors: list[str] = []  # [ERROR] lines logged while the disk was full
+        self._pending = list(faults.given.values())
+        self._measure_start: float | None = None
+        self._cont_due: float | None = None
+        self._free_due: float | None = None
+        self._filler: Path | None = None
+        self._disk_log_offset = 0
+        self._disk_resumed = False
+        self._disrupted_at: float | None = None
+        self._disruption_ended_at: float | None = None  # a freeze thawed, a disk freed
+
+    # -- the schedule ---------------------------------------------------------------
+
+    def start(self, measure_start: float) -> None:
+        """The measured window starts at ``measure_start`` on the clock."""
+        self._measure_start = measure_start
+
+    def now_s(self) -> float:
+        assert self._measure_start is not None, "start() first"
+        return self.clock() - self._measure_start
+
+    def _note(self, what: str, **detail: Any) -> float:
+        t = self.now_s()
+        self.events.append(Event(round(t, 3), what, detail))
+        return t
+
+    def tick(self, kill_client: Callable[[], None]) -> bool:
+        """Fire what is due; True when the workload's run was ended and must start again."""
+        if self._measure_start is None:
+            return False
+        ended = False
+        if self._cont_due is not None and self.clock() >= self._cont_due:
+            self._thaw()
+        if self._free_due is not None and self.clock() >= self._free_due:
+            self._free_disk()
+        while self._pending and self._pending[0].at <= self.now_s():
+            fault = self._pending.pop(0)
+            self.metrics.setdefault("fault_at_s", self.now_s())
+            if not isinstance(fault, DeleteFile):  # the fault the throughput recovers from
+                self._disrupted_at = self.now_s()
+            if isinstance(fault, KillServer):
+                ended |= self._kill_server(fault)
+            elif isinstance(fault, KillClient):
+                self._note("client killed", signal="KILL")
+                kill_client()
+                ended = True
+            elif isinstance(fault, DeleteFile):
+                self._delete_file(fault)
+            elif isinstance(fault, DiskFull):
+                self._fill_disk(fault)
+        return ended
+
+    def close(self) -> None:
+        """A server still frozen is thawed, a full disk freed (the trial ended first)."""
+        if self._cont_due is not None:
+            self._thaw()
+        if self._filler is not None:
+            self._free_disk()
+
+    def holds_client_back(self) -> bool:
+        """True (once) when the workload's run ended after the disk was filled: the
+        trial waits for the disk to be freed and starts it again."""
+        if self._disk_resumed or (self._filler is None and "disk freed" not in self._whats()):
+            return False
+        self._disk_resumed = True
+        return True
+
+    def wait_until_freed(self) -> None:
+        while self._free_due is not None:
+            time.sleep(max(0.0, min(0.25, self._free_due - self.clock())))
+            if self.clock() >= self._free_due:
+                self._free_disk()
+
+    def _whats(self) -> list[str]:
+        return [e.what for e in self.events]
+
+    # -- the faults --------------------------------------------------------------------
+
+    def _kill_server(self, fault: KillServer) -> bool:
+        sandbox = self.server.sandbox
+        sent = self._note("signal sent", signal=fault.signal)
+        sandbox.signal(_SIGNALS[fault.signal])
+        if fault.signal == "STOP":
+            self._cont_due = self.clock() + fault.frozen_s
+            return False
+        if not sandbox.wait_exit(fault.timeout):
+            raise FaultFailed(
+                f"kill_server: the server still ran {fault.timeout:g} s after SIG{fault.signal}"
+            )
+        gone = self._note("server gone")
+        self.metrics["server_exit_s"] = gone - sent
+        log_offset = sandbox.log_size
+        self._restart(fault, sent)
+        log_text = _read_from(sandbox.error_log, log_offset)
+        found = parse_recovery_log(log_text)
+        self.metrics.update(recovery_metrics(found))
+        self.recovery = {
+            "crash_recovery": found.crash_recovery,
+            "redo_bytes": found.redo_bytes,
+            "pages_to_recover": found.pages_to_recover,
+            "trx_to_roll_back": found.trx_to_roll_back,
+            "rows_to_undo": found.rows_to_undo,
+            "log_stamps": {k: v.isoformat(sep=" ") for k, v in found.stamps.items()},
+        }
+        return True
+
+    def _restart(self, fault: KillServer, sent: float) -> None:
+        """Start again on the datadir as the fault left it, and ask one query."""
+        sandbox = self.server.sandbox
+        restarted = self._note("restart")
+        saved = sandbox.startup_timeout_s
+        sandbox.startup_timeout_s = fault.timeout
+        try:
+            self.server.start(self.spec)
+            with contextlib.closing(sandbox.connect()) as conn, conn.cursor() as cur:
+                cur.execute("SELECT 1")
+        except DbrigError as exc:
+            self._note("restart failed", reason=exc.message)
+            reason = f"kill_server: no recovery after SIG{fault.signal}: {exc.message}"
+            raise FaultFailed(reason) from exc
+        except Exception as exc:  # the first query failed: pymysql's errors
+            self._note("restart failed", reason=str(exc))
+            raise FaultFailed(
+                f"kill_server: the restarted server failed its first query: {exc}"
+            ) from exc
+        finally:
+            sandbox.startup_timeout_s = saved
+        answered = self._note("first query")
+        self.metrics["restart_to_query_s"] = answered - restarted
+        self.metrics["downtime_s"] = answered - sent
+
+    def _thaw(self) -> None:
+        self._cont_due = None
+        with contextlib.suppress(DbrigError, ProcessLookupError):
+            self.server.sandbox.signal(signal.SIGCONT)
+        thawed = self._note("signal sent", signal="CONT")
+        self._disruption_ended_at = thawed
+        frozen = next(e.t_s for e in self.events if e.detail.get("signal") == "STOP")
+        self.metrics["downtime_s"] = thawed - frozen
+
+    def _fill_disk(self, fault: DiskFull) -> None:
+        """Fill the filesystem under the datadir with one preallocated file, chunk by
+        chunk until no chunk fits (the last few KiB the filesystem keeps for itself)."""
+        sandbox = self.server.sandbox
+        home = sandbox.datadir.parent
+        if _mount_point(home).name != "workspace":
+            raise FaultFailed(f"disk_full: {home} is not on a filesystem dbrig made; not filled")
+        self._disk_log_offset = sandbox.log_size
+        self._filler = home / FILLER
+        filled = _fill(self._filler)
+        left = os.statvfs(home)
+        self._note(
+            "disk filled",
+            filled_mb=round(filled / 2**20, 1),
+            free_kb=left.f_bavail * left.f_frsize // 1024,
+        )
+        self.metrics["disk_fill_mb"] = filled / 2**20
+        self._free_due = self.clock() + fault.for_
+
+    def _free_disk(self) -> None:
+        self._free_due = None
+        filler, self._filler = self._filler, None
+        if filler is not None:
+            filler.unlink(missing_ok=True)
+        freed = self._note("disk freed")
+        self._disruption_ended_at = freed
+        filled = next(e.t_s for e in self.events if e.what == "disk filled")
+        self.metrics["disk_full_s"] = freed - filled
+        errors = _error_lines(_read_from(self.server.sandbox.error_log, self._disk_log_offset))
+        self.metrics["server_log_errors"] = float(len(errors))
+        self.server_errors = list(dict.fromkeys(errors))[:_LOGGED_ERRORS]
+
+    def _delete_file(self, fault: DeleteFile) -> None:
+        path = self.server.sandbox.datadir / fault.path
+        if not path.is_file():
+            self._note("file not found", path=fault.path)
+            raise FaultFailed(f"delete_file: {fault.path} is not a file in the datadir")
+        path.unlink()
+        self._note("file deleted", path=fault.path)
+
+    # -- after the trial -----------------------------------------------------------------
+
+    def client_resumed(self) -> float:
+        return self._note("client restarted")
+
+    def client_ended(self, t_s: float) -> None:
+        self.events.append(Event(round(t_s, 3), "client run ended"))
+
+    def explain_client_end(self, reason: str | None) -> None:
+        """What the workload said when the fault ended its run (its failure reason)."""
+        ended = next((e for e in self.events if e.what == "client run ended"), None)
+        if ended is not None and reason:
+            ended.detail["reason"] = reason
+
+    def analyse(
+        self, intervals: pd.DataFrame | None, interval_s: float | None, window_s: float
+    ) -> dict[str, float]:
+        """The fault metrics, throughput recovery included (from the combined interval
+        series on the measured clock: ``t_s`` is where each interval ends)."""
+        out = dict(self.metrics)
+        client_out = _client_out_s(self.events)
+        if client_out is not None:
+            out["client_out_s"] = client_out
+        fault_at = self._disrupted_at
+        if intervals is None or interval_s is None or fault_at is None or intervals.empty:
+            return out
+        rate = next(
+            (m.name for m in throughput_metrics(per_interval=True) if m.name in intervals), None
+        )
+        if rate is None:
+            return out
+        ends = [float(t) for t in intervals["t_s"]]
+        rates = [float(r) for r in intervals[rate]]
+        errors = (
+            list(map(float, intervals["errors_per_s"])) if "errors_per_s" in intervals else None
+        )
+        back = throughput_recovery(
+            ends,
+            rates,
+            fault_at,
+            interval_s=interval_s,
+            errors_per_s=errors,
+            fault_end_s=self._disruption_ended_at,
+        )
+        if errors is not None:
+            out["client_errors"] = back.errors
+        recovered = back.recovered_after(fault_at)
+        if recovered is not None:
+            out["throughput_recovered_s"] = recovered
+            self.events.append(Event(round(back.recovered_at_s or 0, 3), "throughput recovered"))
+        whole = mean_rate(ends, rates, window_s, interval_s=interval_s)
+        if whole is not None and rate == "tps":
+            out["fault_window_tps"] = whole
+        return out
+
+    def timeline(self) -> list[dict[str, Any]]:
+        ordered = sorted(self.events, key=lambda e: e.t_s)
+        return [{"t_s": e.t_s, "event": e.what, **e.detail} for e in ordered]
+
+    def save(self, folder: Path, metrics: Mapping[str, float]) -> None:
+        data = {
+            "faults": self.faults.model_dump(by_alias=True, exclude_none=True),
+            "timeline": self.timeline(),
+            "innodb_recovery": self.recovery,
+            "server_errors": self.server_errors,
+            "metrics": {k: v for k, v in metrics.items() if k in FAULT_METRIC_NAMES},
+        }
+        (folder / TIMELINE_FILE).write_text(json.dumps(data, indent=2) + "\n")
+
+
+FAULT_METRIC_NAMES = frozenset(
+    {
+        "fault_at_s",
+        "server_exit_s",
+        "restart_to_query_s",
+        "downtime_s",
+        "client_out_s",
+        "throughput_recovered_s",
+        "client_errors",
+        "fault_window_tps",
+        "innodb_recovery_s",
+        "innodb_redo_s",
+        "innodb_rollback_s",
+        "innodb_redo_mb",
+        "innodb_pages_recovered",
+        "innodb_trx_rolled_back",
+        "disk_fill_mb",
+        "disk_full_s",
+        "server_log_errors",
+    }
+)
+
+
+def _fill(path: Path) -> int:
+    """Preallocate ``path`` until the filesystem is full; the bytes it took."""
+    done, chunk = 0, _FILL_CHUNK
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
+    try:
+        while chunk >= 4096:
+            try:
+                os.posix_fallocate(fd, done, chunk)
+                done += chunk
+            except OSError:
+                chunk //= 2
+    finally:
+        os.close(fd)
+    return done
+
+
+def _mount_point(path: Path) -> Path:
+    path = path.resolve()
+    while not os.path.ismount(path):
+        path = path.parent
+    return path
+
+
+def _error_lines(log_text: str) -> list[str]:
+    """The error log's [ERROR] lines, without their timestamp and thread id."""
+    found = []
+    for line in log_text.splitlines():
+        if "[ERROR]" in line:
+            found.append(line[line.index("[ERROR]") :].strip())
+    return found
+
+
+def _client_out_s(events: list[Event]) -> float | None:
+    """From the fault that ended the client's run to its restart."""
+    ends = ("client killed", "signal sent", "client run ended")
+    ended = next((e.t_s for e in sorted(events, key=lambda e: e.t_s) if e.what in ends), None)
+    resumed = next((e.t_s for e in events if e.what == "client restarted"), None)
+    if ended is None or resumed is None:
+        return None
+    return resumed - ended
+
+
+def _read_from(path: Path, offset: int) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            return handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def resilient_status(connect: Callable[[], Any], fetch: Callable[[Any], Mapping[str, str]]):
+    """A SHOW GLOBAL STATUS fetch that survives the server's restart: on an error it
+    reconnects once, and while the server is away repeats its last snapshot (the
+    rates are then zero, and the counters' fall after the restart leaves a blank)."""
+    state: dict[str, Any] = {"conn": None, "last": None}
+
+    def take() -> Mapping[str, str]:
+        for _attempt in range(2):
+            try:
+                if state["conn"] is None:
+                    state["conn"] = connect()
+                state["last"] = fetch(state["conn"])
+                return state["last"]
+            except Exception:
+                close(state)
+        if state["last"] is None:
+            raise FaultFailed("server status query failed and the server did not answer")
+        return state["last"]
+
+    def close(s: dict[str, Any] = state) -> None:
+        conn, s["conn"] = s["conn"], None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    take.close = close  # type: ignore[attr-defined]
+    return take
