@@ -266,6 +266,7 @@ class ClientLogWorkload(Protocol):
         (or None), from the files and the values the queries returned; no intervals."""
 
 
+@runtime_checkable
 class ResumableWorkload(Protocol):
     """A workload dbrig can start again for the rest of its time after a fault ended it.
 
