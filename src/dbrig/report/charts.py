@@ -77,10 +77,14 @@ TIME_LABEL = "time since measured window start (s)"
 
 
 def png_bytes(fig: Figure) -> bytes:
-    """The figure as PNG at :data:`DPI`."""
+    """The figure as PNG at :data:`DPI`.
+
+    zlib level 1, not Pillow's 6: the same pixels in files about 10 % larger, for a
+    third of the encoding time (a sixth of the drawing time on large reports).
+    """
     buffer = io.BytesIO()
     with matplotlib.rc_context(STYLE):
-        FigureCanvasAgg(fig).print_png(buffer)
+        FigureCanvasAgg(fig).print_png(buffer, pil_kwargs={"compress_level": 1})
     return buffer.getvalue()
 
 
