@@ -62,6 +62,14 @@ def whole_copy(snapshot: Path, datadir: Path) -> float:
 # Where a changed-files restore spends its time: seconds per phase of the last restore.
 PHASES: dict[str, float] = defaultdict(float)
 PHASE_HISTORY: list[dict[str, float]] = []
+BASELINE_UNLINK: list[float] = []  # the cp-changed side's unlinks, per round
+DIRTY: dict[str, list[str]] = defaultdict(list)  # /proc/meminfo Dirty + Writeback before each
+
+
+def dirty_kib() -> str:
+    """Dirty and Writeback from /proc/meminfo: page cache still to reach the disk."""
+    fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return "/".join(fields[k].split()[0] for k in ("Dirty", "Writeback"))
 
 
 def _timed(name: str, fn: Callable) -> Callable:
@@ -95,6 +103,11 @@ def print_phases() -> None:
     rest = [h["total"] - h.get("unlink + cp", 0) for h in PHASE_HISTORY]
     print(f"    of which unlinking the changed files: {1000 * statistics.median(unlink):.1f} ms")
     print(f"    everything but unlink + cp: {1000 * statistics.median(rest):.1f} ms", flush=True)
+    if BASELINE_UNLINK:
+        median = 1000 * statistics.median(BASELINE_UNLINK)
+        print(f"  cp changed: unlinking the same files took {median:.1f} ms (median)")
+    for name, values in DIRTY.items():
+        print(f"  Dirty/Writeback KiB before each {name}: {', '.join(values)}", flush=True)
 
 
 def changed_files_copy(snapshot: Path, datadir: Path) -> float:
@@ -106,12 +119,15 @@ def changed_files_copy(snapshot: Path, datadir: Path) -> float:
     by_dir: dict[str, list[str]] = defaultdict(list)
     for rel in changes.changed:
         by_dir[os.path.dirname(rel)].append(rel)
+    BASELINE_UNLINK.append(0.0)
     started = time.monotonic()
     for rel in changes.created_files:
         (datadir / rel).unlink()
     for parent, names in by_dir.items():
+        unlinking = time.monotonic()
         for rel in names:
             (datadir / rel).unlink(missing_ok=True)
+        BASELINE_UNLINK[-1] += time.monotonic() - unlinking
         sources = [str(snapshot / rel) for rel in names]
         subprocess.run(["cp", "-a", *sources, f"{datadir / parent}/"], check=True)
     return time.monotonic() - started
@@ -146,6 +162,7 @@ def alternate(
     for i in range(rounds):
         for name in names if i % 2 == 0 else names[::-1]:
             before()
+            DIRTY[name].append(dirty_kib())
             times[name].append(methods[name]())
             after(name)
         print("  round", i + 1, "  ".join(f"{n} {times[n][-1]:.3f} s" for n in names), flush=True)
