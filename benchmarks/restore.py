@@ -8,7 +8,8 @@ is about 2 GiB) and snapshots it, then prints four ratios, each alternating A an
 1. after a read-only trial: dbrig's restore ÷ ``rm -rf && cp -a`` of the whole datadir
    (issue 14's target: ≤ 0.1);
 2. after an oltp_read_write trial: dbrig's restore ÷ copying just the changed files with
-   ``cp -a`` (the same files, found beforehand, untimed; target ≤ 1.1);
+   ``cp -a`` (the same files, found beforehand, untimed; target ≤ 1.1), and where the
+   restore's time went (scan, unlinking, cp, settle, manifest);
 3. on XFS with reflink (a loop mount made here, as root): dbrig's restore after an
    oltp_read_write trial ÷ ``rm -rf && cp -a`` of the whole datadir on the work
    directory's filesystem (ext4 here; target ≤ 0.05);
@@ -58,6 +59,57 @@ def whole_copy(snapshot: Path, datadir: Path) -> float:
     return time.monotonic() - started
 
 
+# Where a changed-files restore spends its time: seconds per phase of the last restore.
+PHASES: dict[str, float] = defaultdict(float)
+PHASE_HISTORY: list[dict[str, float]] = []
+BASELINE_UNLINK: list[float] = []  # the cp-changed side's unlinks, per round
+DIRTY: dict[str, list[str]] = defaultdict(list)  # /proc/meminfo Dirty + Writeback before each
+
+
+def dirty_kib() -> str:
+    """Dirty and Writeback from /proc/meminfo: page cache still to reach the disk."""
+    fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return "/".join(fields[k].split()[0] for k in ("Dirty", "Writeback"))
+
+
+def _timed(name: str, fn: Callable) -> Callable:
+    def wrapper(*args: object, **kwargs: object) -> object:
+        started = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            PHASES[name] += time.perf_counter() - started
+
+    return wrapper
+
+
+def time_restore_phases() -> None:
+    """Wrap the restore's steps (only in this script) to time them."""
+    mf.scan = _timed("scan (lstat of every file)", mf.scan)
+    mf.settle = _timed("settle (clock tick)", mf.settle)
+    mf.save = _timed("manifest JSON", mf.save)
+    dd._copy_files = _timed("unlink + cp", dd._copy_files)
+    proc.run = _timed("cp (proc.run)", proc.run)
+
+
+def print_phases() -> None:
+    if not PHASE_HISTORY:
+        return
+    print("  dbrig restore by phase, median over rounds:", flush=True)
+    for name in PHASE_HISTORY[0]:
+        values = [h.get(name, 0.0) for h in PHASE_HISTORY]
+        print(f"    {name}: {1000 * statistics.median(values):.1f} ms", flush=True)
+    unlink = [h.get("unlink + cp", 0) - h.get("cp (proc.run)", 0) for h in PHASE_HISTORY]
+    rest = [h["total"] - h.get("unlink + cp", 0) for h in PHASE_HISTORY]
+    print(f"    of which unlinking the changed files: {1000 * statistics.median(unlink):.1f} ms")
+    print(f"    everything but unlink + cp: {1000 * statistics.median(rest):.1f} ms", flush=True)
+    if BASELINE_UNLINK:
+        median = 1000 * statistics.median(BASELINE_UNLINK)
+        print(f"  cp changed: unlinking the same files took {median:.1f} ms (median)")
+    for name, values in DIRTY.items():
+        print(f"  Dirty/Writeback KiB before each {name}: {', '.join(values)}", flush=True)
+
+
 def changed_files_copy(snapshot: Path, datadir: Path) -> float:
     """The floor a restore of the changed files can reach: cp -a of exactly those files
     (found beforehand, untimed), one cp per directory, created files removed."""
@@ -67,20 +119,25 @@ def changed_files_copy(snapshot: Path, datadir: Path) -> float:
     by_dir: dict[str, list[str]] = defaultdict(list)
     for rel in changes.changed:
         by_dir[os.path.dirname(rel)].append(rel)
+    BASELINE_UNLINK.append(0.0)
     started = time.monotonic()
     for rel in changes.created_files:
         (datadir / rel).unlink()
     for parent, names in by_dir.items():
+        unlinking = time.monotonic()
         for rel in names:
             (datadir / rel).unlink(missing_ok=True)
+        BASELINE_UNLINK[-1] += time.monotonic() - unlinking
         sources = [str(snapshot / rel) for rel in names]
         subprocess.run(["cp", "-a", *sources, f"{datadir / parent}/"], check=True)
     return time.monotonic() - started
 
 
 def dbrig_restore(snapshot: Path, datadir: Path) -> float:
+    PHASES.clear()
     timing = dd.restore(snapshot, datadir)
     assert timing.path == "changed", timing
+    PHASE_HISTORY.append({**PHASES, "total": timing.seconds})
     return timing.seconds
 
 
@@ -105,6 +162,7 @@ def alternate(
     for i in range(rounds):
         for name in names if i % 2 == 0 else names[::-1]:
             before()
+            DIRTY[name].append(dirty_kib())
             times[name].append(methods[name]())
             after(name)
         print("  round", i + 1, "  ".join(f"{n} {times[n][-1]:.3f} s" for n in names), flush=True)
@@ -189,6 +247,8 @@ def main() -> None:
                 )
                 report("after a read-only trial", "restore", "cp -a", times, "<= 0.1")
             if "readwrite" not in skip:
+                time_restore_phases()
+                PHASE_HISTORY.clear()
                 times = alternate(
                     args.rounds,
                     lambda: trial(box, p, "oltp_read_write", work),
@@ -199,6 +259,7 @@ def main() -> None:
                     lambda name: dd.record_manifest(box.datadir, snapshot),
                 )
                 report("after an oltp_read_write trial", "restore", "cp changed", times, "<= 1.1")
+                print_phases()
             if "xfs" not in skip:
                 xfs_ratio(args.rounds, box, p, snapshot, work)
             if "cache" not in skip:

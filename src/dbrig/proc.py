@@ -21,6 +21,7 @@ import dataclasses
 import logging
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -165,9 +166,10 @@ class Child:
         """Wait up to ``timeout`` seconds (forever when None); None if still running."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
-            if deadline is not None and time.monotonic() >= deadline:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
                 return None
-            time.sleep(_POLL_S)
+            _until_exit(self.pid, _POLL_S if deadline is None else min(_POLL_S, deadline - now))
         return self._finished
 
     def signal_group(self, sig: int) -> None:
@@ -233,6 +235,23 @@ class Child:
         )
         with _live_lock:
             _live.pop(self.pid, None)
+
+
+def _until_exit(pid: int, seconds: float) -> None:
+    """Sleep up to ``seconds``, waking when ``pid`` exits (a pidfd, where Linux has one).
+
+    A plain sleep noticed an exit 10 ms late on average: 10 to 20 ms on every short
+    command, and on every ``cp`` of a restore (one per directory).
+    """
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        time.sleep(seconds)
+        return
+    try:
+        select.select([pidfd], [], [], seconds)
+    finally:
+        os.close(pidfd)
 
 
 def spawn(

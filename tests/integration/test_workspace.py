@@ -32,7 +32,7 @@ def in_workspace(**changes: object) -> dict:
     return tiny_scenario(workspace={"image": "1G"}, **changes)
 
 
-def test_a_run_in_a_clone_workspace_keeps_its_data_there_and_leaves_nothing(
+def test_a_run_in_a_clone_workspace_keeps_its_data_there_samples_its_disk_and_leaves_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_scenario(tmp_path / "ws.yaml", in_workspace(repeat=2))
@@ -45,6 +45,8 @@ def test_a_run_in_a_clone_workspace_keeps_its_data_there_and_leaves_nothing(
     assert not ws.is_mounted(run / "workspace")
     assert not (run / "workspace").exists() and not (run / "workspace.img").exists()
     assert list(run.glob("servers/*/mysqld.err"))  # the logs stay with the run
+    disks = pd.concat(pd.read_csv(trial / "disk.csv") for trial in run.glob("trials/*"))
+    assert len(disks) and disks["device"].str.match(r"loop\d+$").all(), set(disks["device"])
 
 
 def test_a_workspace_left_by_a_sigkilled_dbrig_is_cleaned_by_the_next_run(

@@ -77,10 +77,14 @@ TIME_LABEL = "time since measured window start (s)"
 
 
 def png_bytes(fig: Figure) -> bytes:
-    """The figure as PNG at :data:`DPI`."""
+    """The figure as PNG at :data:`DPI`.
+
+    zlib level 1, not Pillow's 6: the same pixels in files about 10 % larger, for a
+    third of the encoding time (a sixth of the drawing time on large reports).
+    """
     buffer = io.BytesIO()
     with matplotlib.rc_context(STYLE):
-        FigureCanvasAgg(fig).print_png(buffer)
+        FigureCanvasAgg(fig).print_png(buffer, pil_kwargs={"compress_level": 1})
     return buffer.getvalue()
 
 
@@ -614,6 +618,27 @@ def _status_panels(status: pd.DataFrame) -> list[_Panel]:
 
 def _stairs(ax: Axes, frame: pd.DataFrame, values: pd.Series, **style: object) -> None:
     """Each row's value over the interval it covers, ``(t_s - interval, t_s]``."""
+    # numpy, not a sorted DataFrame: this runs for every line of every cell figure
+    times = frame["t_s"].to_numpy(dtype=float)
+    if times.size == 0 or np.isnan(times).any():
+        return _stairs_with_pandas(ax, frame, values, **style)
+    order = np.argsort(times, kind="quicksort")  # as DataFrame.sort_values does
+    times = times[order]
+    last = np.r_[times[1:] != times[:-1], True]  # drop_duplicates(keep="last")
+    order, times = order[last], times[last]
+    if "interval_s" in frame and pd.notna(frame["interval_s"].iloc[0]):
+        first = float(frame["interval_s"].iloc[order[0]])
+    else:
+        first = float(np.median(np.diff(times))) if times.size > 1 else 1.0
+    values_ = pd.Series(values).to_numpy(dtype=float)[order]
+    # steps-pre gives each point's value to the span on its left: (t_prev, t]
+    ax.plot(
+        np.r_[times[0] - first, times], np.r_[values_[:1], values_], drawstyle="steps-pre", **style
+    )
+
+
+def _stairs_with_pandas(ax: Axes, frame: pd.DataFrame, values: pd.Series, **style: object) -> None:
+    """:func:`_stairs` for frames with missing sample times (NaN sorts last, once)."""
     rows = pd.DataFrame({"t": frame["t_s"].astype(float), "v": values}).sort_values("t")
     rows = rows.drop_duplicates("t", keep="last")
     if rows.empty:
@@ -624,7 +649,6 @@ def _stairs(ax: Axes, frame: pd.DataFrame, values: pd.Series, **style: object) -
     else:
         first = float(np.median(np.diff(times))) if times.size > 1 else 1.0
     values_ = rows["v"].to_numpy(dtype=float)
-    # steps-pre gives each point's value to the span on its left: (t_prev, t]
     ax.plot(
         np.r_[times[0] - first, times], np.r_[values_[:1], values_], drawstyle="steps-pre", **style
     )

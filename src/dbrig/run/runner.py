@@ -84,11 +84,14 @@ class Runner:
         self.results: store.ResultsLog | None = None
         self.short_names = plan.short_names()
         device = datadir_device(data_location(plan, run.path))
+        # A clone workspace's datadirs are on its loop device: the disk sampler watches
+        # that one (the loop's I/O is also the backing disk's: both would count it twice).
+        sampled = datadir_device(data_root) if data_root is not None else device
         uses_system = any(c.scenario.system.active for c in plan.cells)
         self.context = TrialContext(
             workload_binary=tools.workload,
             interference_binaries=tools.interference,
-            devices=[device.name] if device else None,
+            devices=[sampled.name] if sampled else None,
             system=host_settings.SystemState(device) if uses_system else None,
             events_timeout_s=events_timeout_s,
             remote=RemoteClients(plan.scenario, tools.remote_workload)
