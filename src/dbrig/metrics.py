@@ -34,8 +34,20 @@ HOST_SAMPLER = "host sampler"  # cpu.csv, disk.csv, memory.csv, procs.csv (docs/
 STATUS_SAMPLER = "status sampler"  # status.csv: SHOW GLOBAL STATUS
 SAMPLERS = "samplers"  # sampler.csv: the samplers' own cost
 DERIVED = "derived"  # computed from other columns after the trial (cost per unit of work)
+SOAK = "soak"  # a soak's trend over its interval series (dbrig.analysis.drift, docs/reliability.md)
 SOURCES = frozenset(
-    {SYSBENCH, MYSQLSLAP, TPCC, STRESS_NG, RUNNER, HOST_SAMPLER, STATUS_SAMPLER, SAMPLERS, DERIVED}
+    {
+        SYSBENCH,
+        MYSQLSLAP,
+        TPCC,
+        STRESS_NG,
+        RUNNER,
+        HOST_SAMPLER,
+        STATUS_SAMPLER,
+        SAMPLERS,
+        DERIVED,
+        SOAK,
+    }
 )
 
 UNITS = frozenset(
@@ -55,6 +67,8 @@ UNITS = frozenset(
         "% of one core",
         "MiB",
         "MiB/s",
+        "MiB/h",
+        "%/h",
         "KiB",
         "0..1",
     }
@@ -538,6 +552,43 @@ def _samplers() -> Iterator[Metric]:
     yield Metric("sampler_cpu_pct", "sampler CPU", "% of one core", SAMPLERS, "both samplers")
 
 
+def _soak() -> Iterator[Metric]:
+    """A soak's drift (scenario key ``soak``): slopes with batch-means 95 % bounds."""
+    for prefix, what in (("tps", "TPS"), ("latency_pct", "p{pct} latency")):
+        name = f"{prefix}_drift_pct_per_h"
+        yield Metric(name, f"{what} drift", "%/h", SOAK, "slope over the window, % of its mean")
+        for bound in ("low", "high"):
+            yield Metric(
+                f"{prefix}_drift_ci_{bound}_pct_per_h",
+                f"{what} drift, 95 % CI {bound}",
+                "%/h",
+                SOAK,
+                "batch-means interval of the slope",
+            )
+    yield Metric(
+        "server_rss_growth_mib",
+        "server RSS growth",
+        "MiB",
+        SOAK,
+        "mean of the window's last tenth minus its first tenth",
+    )
+    yield Metric(
+        "server_rss_slope_mib_per_h",
+        "server RSS slope",
+        "MiB/h",
+        SOAK,
+        "over the window's second half (after the buffer pool filled)",
+    )
+    for bound in ("low", "high"):
+        yield Metric(
+            f"server_rss_slope_ci_{bound}_mib_per_h",
+            f"server RSS slope, 95 % CI {bound}",
+            "MiB/h",
+            SOAK,
+            "batch-means interval of the slope",
+        )
+
+
 REGISTRY: tuple[Metric, ...] = (
     *_sysbench(),
     *_derived(),  # costs per transaction: after sysbench, before mysqlslap in compare's order
@@ -546,6 +597,7 @@ REGISTRY: tuple[Metric, ...] = (
     *_runner(),
     *_stress_ng(),
     *_samplers(),
+    *_soak(),
 )
 
 _BY_NAME = MappingProxyType({m.name: m for m in REGISTRY if _NUMBER not in m.name})

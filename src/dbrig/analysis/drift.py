@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats as scipy_stats
 
@@ -150,3 +151,53 @@ def _paired(t: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"t and y differ in length: {len(t_arr)} != {len(y_arr)}")
     keep = np.isfinite(t_arr) & np.isfinite(y_arr)
     return t_arr[keep], y_arr[keep]
+
+
+# --------------------------------------------------------------------------- a soak's columns
+
+# (series column of intervals.csv, prefix of its drift columns)
+DRIFTING_SERIES = (("tps", "tps"), ("latency_pct_ms", "latency_pct"))
+RSS_EDGE = 0.1  # growth compares the mean of the first and of the last tenth of the window
+
+
+def soak_metrics(
+    intervals: pd.DataFrame | None, server_rss: pd.DataFrame | None
+) -> dict[str, float]:
+    """A soak's drift columns from its measured rows (``t_s`` in seconds).
+
+    ``intervals``: the tool's series (``tps``, ``latency_pct_ms``) gives
+    ``<prefix>_drift_pct_per_h`` with ``_ci_low``/``_ci_high`` bounds.
+    ``server_rss``: the server's ``rss_mb`` gives ``server_rss_growth_mib`` (the
+    mean of the last tenth of the window minus that of the first) and
+    ``server_rss_slope_mib_per_h`` with its bounds, fitted on the second half of
+    the window only: the buffer pool fills at the start, a leak keeps growing.
+    """
+    out: dict[str, float] = {}
+    if intervals is not None:
+        for column, prefix in DRIFTING_SERIES:
+            if column in intervals.columns:
+                drift = relative_drift(intervals["t_s"], intervals[column])
+                if drift is not None:
+                    out[f"{prefix}_drift_pct_per_h"] = drift.pct_per_h
+                    out[f"{prefix}_drift_ci_low_pct_per_h"] = drift.ci_low_pct_per_h
+                    out[f"{prefix}_drift_ci_high_pct_per_h"] = drift.ci_high_pct_per_h
+    if server_rss is not None and len(server_rss):
+        out.update(_rss_columns(server_rss["t_s"], server_rss["rss_mb"]))
+    return out
+
+
+def _rss_columns(t_s: ArrayLike, rss_mib: ArrayLike) -> dict[str, float]:
+    t, rss = _paired(t_s, rss_mib)
+    if len(t) < MIN_POINTS:
+        return {}
+    order = np.argsort(t, kind="stable")
+    t, rss = t[order], rss[order]
+    edge = max(1, round(len(t) * RSS_EDGE))
+    out = {"server_rss_growth_mib": float(rss[-edge:].mean() - rss[:edge].mean())}
+    later = t >= t[0] + (t[-1] - t[0]) / 2
+    trend = fit_trend(t[later] / 3600.0, rss[later])
+    if trend is not None:
+        out["server_rss_slope_mib_per_h"] = trend.slope
+        out["server_rss_slope_ci_low_mib_per_h"] = trend.ci_low
+        out["server_rss_slope_ci_high_mib_per_h"] = trend.ci_high
+    return out

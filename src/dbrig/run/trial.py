@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pymysql
 
 from dbrig import proc, sampling, store
+from dbrig.analysis import drift
 from dbrig.errors import DbrigError, DiskFull, ServerInitError
 from dbrig.host.settings import SystemState
 from dbrig.run.commands import (
@@ -343,6 +345,23 @@ class TrialExecutor:
         for name, table in outcome.extra_tables.items():
             table.to_csv(self.folder / f"{name}.csv", index=False)
         self.record.metrics.update(derived_costs(self.record.metrics))
+        if self.scenario.soak is not None:
+            self.record.metrics.update(soak_drift(self.folder))
+
+
+def soak_drift(folder: Path) -> dict[str, float]:
+    """The drift columns of a soak trial from its saved measured rows (analysis/drift.py)."""
+    intervals = _measured_rows(folder / "intervals.csv")
+    procs = _measured_rows(folder / "procs.csv")
+    server = procs[procs["role"] == "server"] if procs is not None else None
+    return drift.soak_metrics(intervals, server)
+
+
+def _measured_rows(path: Path) -> pd.DataFrame | None:
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    frame = pd.read_csv(path)
+    return frame[frame["phase"] == sampling.MEASURE] if "phase" in frame.columns else None
 
 
 def _global_status(conn: Any) -> dict[str, str]:

@@ -146,6 +146,17 @@ class Sampling(_Frozen):
     )
 
 
+class Soak(_Frozen):
+    """A soak: drift of the interval series over a long window, and warnings on a real trend."""
+
+    drift_threshold_pct_per_h: float = Field(
+        5.0, gt=0, description="warn on TPS or latency drift beyond this, % of the mean per hour"
+    )
+    rss_threshold_mib_per_h: float = Field(
+        40.0, gt=0, description="warn on server RSS growth beyond this, MiB per hour (~1 GiB/day)"
+    )
+
+
 class WorkspaceSpec(_Frozen):
     image: str | None = Field(
         None, description="size of an XFS (reflink) image for datadirs and snapshots, e.g. 20G"
@@ -173,6 +184,7 @@ class Scenario(_Frozen):
     sampling: Sampling = Sampling()
     system: SystemSettings = SystemSettings()
     workspace: WorkspaceSpec = WorkspaceSpec()
+    soak: Soak | None = None
     matrix: dict[str, list[Any]] | list[dict[str, list[Any]]] = Field(default_factory=dict)
     repeat: int = Field(1, ge=1, le=1000)
     warmup: int = Field(0, ge=0, description="seconds of load run and discarded before measuring")
