@@ -552,6 +552,12 @@ def _samplers() -> Iterator[Metric]:
     yield Metric("sampler_cpu_pct", "sampler CPU", "% of one core", SAMPLERS, "both samplers")
 
 
+# A soak's warnings fire when the slope's interval excludes zero AND it exceeds these (the
+# scenario's soak block overrides them; why these values: docs/reliability.md).
+SOAK_DRIFT_THRESHOLD_PCT_PER_H = 5.0  # compare's default threshold: 5 % is a regression
+SOAK_RSS_THRESHOLD_MIB_PER_H = 40.0  # about 1 GiB a day
+
+
 def _soak() -> Iterator[Metric]:
     """A soak's drift (scenario key ``soak``): slopes with batch-means 95 % bounds."""
     for prefix, what in (("tps", "TPS"), ("latency_pct", "p{pct} latency")):

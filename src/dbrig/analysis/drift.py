@@ -42,6 +42,15 @@ DEFAULT_BATCHES = 20
 MIN_POINTS = 4  # a slope on two degrees of freedom at least
 
 
+def direction_of(ci_low: float, ci_high: float) -> Direction:
+    """``flat`` when the interval contains zero, else the side of zero it lies on."""
+    if ci_low > 0:
+        return "rising"
+    if ci_high < 0:
+        return "falling"
+    return "flat"
+
+
 @dataclass(frozen=True)
 class Trend:
     """A fitted straight line ``y = intercept + slope * t`` over a window.
@@ -59,12 +68,7 @@ class Trend:
 
     @property
     def direction(self) -> Direction:
-        """``flat`` when the interval contains zero, else the sign of the slope."""
-        if self.ci_low > 0:
-            return "rising"
-        if self.ci_high < 0:
-            return "falling"
-        return "flat"
+        return direction_of(self.ci_low, self.ci_high)
 
     def at(self, t: float) -> float:
         return self.intercept + self.slope * t
@@ -95,6 +99,11 @@ class Drift:
     ci_low_pct_per_h: float
     ci_high_pct_per_h: float
     direction: Direction
+
+    @classmethod
+    def from_bounds(cls, pct_per_h: float, ci_low: float, ci_high: float) -> Drift:
+        """A drift read back from saved columns."""
+        return cls(pct_per_h, ci_low, ci_high, direction_of(ci_low, ci_high))
 
 
 def relative_drift(t_s: ArrayLike, y: ArrayLike, *, batches: int = DEFAULT_BATCHES) -> Drift | None:

@@ -915,6 +915,7 @@ def _cell_plot(
         status=read_samples(sample_dir, "status"),
         procs=read_samples(sample_dir, "procs"),
         role_labels=_role_labels(data),
+        memory=isinstance(data.scenario.get("soak"), dict),
     )
     title = f"{cell['cell']} {cell['label']}"
     fig = charts.cell_figure(

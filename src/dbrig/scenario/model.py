@@ -147,13 +147,16 @@ class Sampling(_Frozen):
 
 
 class Soak(_Frozen):
-    """A soak: drift of the interval series over a long window, and warnings on a real trend."""
+    """A soak: drift of the interval series over a long window, and warnings on a real trend.
 
-    drift_threshold_pct_per_h: float = Field(
-        5.0, gt=0, description="warn on TPS or latency drift beyond this, % of the mean per hour"
+    The thresholds' defaults live with the drift columns (dbrig.metrics: SOAK_*), read by the
+    report's warnings; None here means that default."""
+
+    drift_threshold_pct_per_h: float | None = Field(
+        None, gt=0, description="warn on TPS or latency drift beyond this, % of the mean per hour"
     )
-    rss_threshold_mib_per_h: float = Field(
-        40.0, gt=0, description="warn on server RSS growth beyond this, MiB per hour (~1 GiB/day)"
+    rss_threshold_mib_per_h: float | None = Field(
+        None, gt=0, description="warn on server RSS growth beyond this, MiB per hour"
     )
 
 
