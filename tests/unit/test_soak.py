@@ -12,7 +12,7 @@ import pytest
 from dbrig import scenario
 from dbrig.cli import main
 from dbrig.errors import EXIT_BAD_INPUT, ConfigError
-from dbrig.report import run_warnings
+from dbrig.report import charts, run_warnings
 from dbrig.report.charts import downsample
 from dbrig.run import preflight
 from tests.helpers.files import COMPLETE, copy_run
@@ -159,3 +159,35 @@ def test_a_run_without_soak_gets_no_soak_warnings(tmp_path: Path) -> None:
     del meta["scenario"]["soak"]
     (run / "run.json").write_text(json.dumps(meta))
     assert soak_warnings(run) == []
+
+
+def test_a_soak_cell_figure_draws_an_hour_downsampled_with_a_memory_panel() -> None:
+    t = np.arange(1.0, 3601.0)
+    intervals = pd.DataFrame({"t_s": t, "tps": 100 + np.sin(t), "latency_pct_ms": 2 + 0 * t})
+    procs = pd.concat(
+        pd.DataFrame({"t_s": t, "interval_s": 1.0, "role": role, "cpu_pct": 50.0, "rss_mb": rss})
+        for role, rss in (("server", 200 + t / 100), ("workload", 12.0))
+    )
+    samples = charts.CellSamples(
+        intervals=[charts.Series("r1", intervals)],
+        sample_label="r1",
+        cpu=None,
+        disk=None,
+        status=None,
+        procs=procs,
+        memory=True,
+    )
+    fig = charts.cell_figure(
+        samples,
+        title="c000",
+        throughput=("tps", "TPS (txn/s)"),
+        latency=("latency_pct_ms", "p95 (ms)"),
+        warmup_s=0,
+    )
+    assert fig is not None
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert "Memory by process role" in titles
+    throughput = fig.axes[titles.index("Throughput, every repetition")]
+    (line,) = throughput.get_lines()
+    assert len(line.get_xdata()) == charts.MAX_PLOT_POINTS + 1  # bucket means, not 3600 steps
+    assert throughput.collections, "the min..max band is drawn"
