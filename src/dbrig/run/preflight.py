@@ -215,10 +215,11 @@ def _check_disk(plan: Plan, out: Path) -> None:
         )
 
 
-# What one row adds to a trial's folder, measured on saved runs (docs/reliability.md, Soak).
-TOOL_BYTES_PER_S = 250  # intervals.csv row and the raw interval line, at most one a second
-SAMPLE_BYTES = 700 + 80 + 100 + 2 * 50  # status.csv, memory.csv, disk.csv, sampler.csv rows
-CORE_SAMPLE_BYTES = 95  # cpu.csv: one row per core
+# What one row adds to a trial's folder, measured on a one-hour MariaDB soak and rounded
+# up (docs/reliability.md, Soak): about 1.2 KB a second on 2 cores, 4.3 MB an hour.
+TOOL_BYTES_PER_S = 250  # the raw interval line (~150 B) and its intervals.csv row (~95 B)
+SAMPLE_BYTES = 500 + 80 + 90 + 2 * 55  # status.csv, memory.csv, disk.csv, sampler.csv rows
+CORE_SAMPLE_BYTES = 80  # cpu.csv: one row per core
 ROLE_SAMPLE_BYTES = 75  # procs.csv: one row per process role
 
 
@@ -236,7 +237,7 @@ def series_bytes(plan: Plan, cpu_count: int) -> int:
             roles = 2 + len(interference_for(scenario.interference))
             devices = len(scenario.sampling.devices or ()) or 1
             row = SAMPLE_BYTES + CORE_SAMPLE_BYTES * cpu_count + ROLE_SAMPLE_BYTES * roles
-            row += 100 * (devices - 1)
+            row += 90 * (devices - 1)
             per_s += row / scenario.sampling.interval
         total += seconds * per_s * scenario.repeat
     return int(total)
