@@ -12,8 +12,10 @@ import pytest
 from dbrig import scenario
 from dbrig.cli import main
 from dbrig.errors import EXIT_BAD_INPUT, ConfigError
-from dbrig.report import charts, run_warnings
+from dbrig.report import charts, run_warnings, write_report
 from dbrig.report.charts import downsample
+from dbrig.report.data import load_run
+from dbrig.report.soak import section_rows as soak_section_rows
 from dbrig.run import preflight
 from tests.helpers.files import COMPLETE, copy_run
 
@@ -191,3 +193,13 @@ def test_a_soak_cell_figure_draws_an_hour_downsampled_with_a_memory_panel() -> N
     (line,) = throughput.get_lines()
     assert len(line.get_xdata()) == charts.MAX_PLOT_POINTS + 1  # bucket means, not 3600 steps
     assert throughput.collections, "the min..max band is drawn"
+
+
+def test_the_report_has_a_soak_section_with_each_trial_drift(tmp_path: Path) -> None:
+    run = soak_run(tmp_path, FALLING)
+    rows = soak_section_rows(load_run(run))
+    assert rows[0]["trial"] == "c000-r1"
+    assert rows[0]["TPS"] == "-12.0 %/h [-15.0, -9.0] falling"
+    assert rows[1]["TPS"] == ""  # a trial without the columns
+    page = write_report(run).read_text()
+    assert '<section id="soak">' in page and "-12.0 %/h [-15.0, -9.0] falling" in page

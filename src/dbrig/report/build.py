@@ -30,8 +30,8 @@ from typing import Any
 import pandas as pd
 
 import dbrig
-from dbrig.metrics import HEADLINE, Metric, throughput_metrics
-from dbrig.report import charts, html, scaling
+from dbrig.metrics import DEFAULT_PERCENTILE, HEADLINE, Metric, throughput_metrics
+from dbrig.report import charts, html, scaling, soak
 from dbrig.report.data import RunData, load_run, plain_value, read_samples, read_trial
 from dbrig.report.experiments import EffectJudge, Experiment, FactorGroup, group_rows
 from dbrig.report.tables import (
@@ -95,6 +95,8 @@ def write_report(run_dir: Path, *, max_cell_figures: int = MAX_CELL_FIGURES) -> 
         cells_drawn=len(detail_cells),
         cells_with_trials=int((overview["trials"] > 0).sum()),
         scalability=scalability,
+        soak=soak.section_rows(data),
+        soak_percentile=data.workload_params.get("percentile") or DEFAULT_PERCENTILE,
     )
     page = data.path / REPORT_HTML
     write_text_atomic(page, html.render(context))
