@@ -115,6 +115,7 @@ def soak_run(tmp_path: Path, columns: dict[str, float], soak: dict | None = None
     meta["scenario"]["soak"] = {} if soak is None else soak
     (run / "run.json").write_text(json.dumps(meta))
     frame = pd.read_csv(run / "results.csv")
+    frame.loc[frame["trial"] == "c000-r1", "measured_time_s"] = 3600.0
     for column, value in columns.items():
         frame[column] = np.where(frame["trial"] == "c000-r1", value, np.nan)
     frame.to_csv(run / "results.csv", index=False)
@@ -139,6 +140,14 @@ def test_a_real_large_drift_warns_and_a_flat_or_small_one_does_not(tmp_path: Pat
     flat = {**FALLING, "tps_drift_ci_high_pct_per_h": 1.0}
     assert soak_warnings(soak_run(tmp_path / "b", flat)) == []
     assert soak_warnings(soak_run(tmp_path / "c", FALLING, {"drift_threshold_pct_per_h": 20})) == []
+
+
+def test_a_drift_over_minutes_is_no_soak_warning(tmp_path: Path) -> None:
+    run = soak_run(tmp_path, FALLING)
+    frame = pd.read_csv(run / "results.csv")
+    frame["measured_time_s"] = 300.0  # an hourly slope from 5 minutes is an extrapolation
+    frame.to_csv(run / "results.csv", index=False)
+    assert soak_warnings(run) == []
 
 
 def test_server_rss_still_growing_warns(tmp_path: Path) -> None:

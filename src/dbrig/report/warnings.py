@@ -31,7 +31,8 @@ page_cache                sysbench fileio ``file_total_size`` under the host's R
 threads_over_cores        sysbench cpu or mutex with more threads than the host's cores
 client_placement          a pinned server whose client is not pinned, or pinned to the same
                           cores (``workload.<tool>.cpus``): the client competes for them
-soak_drift                a soak trial's TPS or latency drifts: the slope's 95 % interval
+soak_drift                a soak trial (measured window of 10 minutes or more) whose TPS or
+                          latency drifts: the slope's 95 % interval
                           excludes zero and the slope exceeds ``soak.drift_threshold_pct_per_h``
                           (default 5 %/h)
 soak_rss_growth           a soak trial's server RSS keeps growing over the window's second
@@ -70,6 +71,9 @@ MAX_STEAL_PCT = 5.0
 MIN_SAMPLER_WINDOW_S = 10.0
 MAX_SAMPLER_PCT = 1.0
 MAX_CELL_WARNINGS = 6
+# A soak warning needs a window this long: over a few minutes a per-hour slope extrapolates
+# start-up (the buffer pool filling, the first checkpoint), not a trend.
+MIN_SOAK_WINDOW_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -420,6 +424,8 @@ def _soak_trials(run: _Run, column: str) -> pd.DataFrame:
     if column not in results.columns:
         return results.iloc[0:0]
     ok = results[(results["status"] == "ok") & results[column].notna()]
+    if "measured_time_s" in ok.columns:
+        ok = ok[pd.to_numeric(ok["measured_time_s"], errors="coerce") >= MIN_SOAK_WINDOW_S]
     return ok.sort_values(["cell", "repetition"], kind="stable")
 
 
