@@ -17,7 +17,6 @@ Inputs are plain frames:
 from __future__ import annotations
 
 import io
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -75,9 +74,9 @@ STYLE = {
 }
 WARMUP_SHADE = {"color": "#000000", "alpha": 0.07, "linewidth": 0}
 TIME_LABEL = "time since measured window start (s)"
-# More steps than a panel has pixels draw nothing more (a wide panel is ~900 px): a soak's
-# hour of 1 s rows is drawn as bucket means inside a min..max band.
-MAX_PLOT_POINTS = 600
+# A cell figure's half-width panel is ~430 px: 3600 one-second steps in it are a smear of
+# noise. Longer series are drawn as this many bucket means inside a min..max band.
+MAX_PLOT_POINTS = 300
 
 
 def png_bytes(fig: Figure) -> bytes:
@@ -637,16 +636,19 @@ def downsample(times: np.ndarray, values: np.ndarray, max_points: int) -> Bucket
     """At most ``max_points`` buckets of consecutive rows (all rows when there are fewer).
 
     The saved series stays whole; only the drawing is reduced, with the band min..max
-    keeping every spike visible. NaN values are left out of a bucket's statistics."""
+    keeping every spike visible. NaN values are left out of a bucket's statistics (an
+    all-NaN bucket is NaN)."""
     count = max(1, min(max_points, len(times)))
-    parts = np.array_split(np.arange(len(times)), count)
-    end = np.array([times[p[-1]] for p in parts], dtype=float)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN bucket is NaN
-        mean = np.array([np.nanmean(values[p]) for p in parts], dtype=float)
-        low = np.array([np.nanmin(values[p]) for p in parts], dtype=float)
-        high = np.array([np.nanmax(values[p]) for p in parts], dtype=float)
-    return Buckets(end, mean, low, high)
+    starts = np.linspace(0, len(times), count + 1).astype(int)[:-1]
+    ends = np.r_[starts[1:], len(times)] - 1
+    known = ~np.isnan(values)
+    filled = np.where(known, values, 0.0)
+    counts = np.add.reduceat(known.astype(int), starts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.add.reduceat(filled, starts) / counts
+    low = np.fmin.reduceat(values, starts)  # fmin/fmax skip NaN unless all are NaN
+    high = np.fmax.reduceat(values, starts)
+    return Buckets(np.asarray(times, dtype=float)[ends], mean, low, high)
 
 
 def _stairs(ax: Axes, frame: pd.DataFrame, values: pd.Series, **style: object) -> None:
