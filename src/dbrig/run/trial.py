@@ -360,7 +360,7 @@ def soak_drift(folder: Path) -> dict[str, float]:
 def _measured_rows(path: Path) -> pd.DataFrame | None:
     if not path.is_file() or path.stat().st_size == 0:
         return None
-    frame = pd.read_csv(path)
+    frame = pd.read_csv(path, on_bad_lines="skip")  # a torn last line: as summarize_cell does
     return frame[frame["phase"] == sampling.MEASURE] if "phase" in frame.columns else None
 
 
