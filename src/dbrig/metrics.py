@@ -38,6 +38,7 @@ STATUS_SAMPLER = "status sampler"  # status.csv: SHOW GLOBAL STATUS
 SAMPLERS = "samplers"  # sampler.csv: the samplers' own cost
 DERIVED = "derived"  # computed from other columns after the trial (cost per unit of work)
 FAULTS = "faults"  # the fault injector's timeline and recovery (dbrig.run.faults)
+SOAK = "soak"  # a soak's trend over its interval series (dbrig.analysis.drift, docs/reliability.md)
 SOURCES = frozenset(
     {
         SYSBENCH,
@@ -51,6 +52,7 @@ SOURCES = frozenset(
         SAMPLERS,
         DERIVED,
         FAULTS,
+        SOAK,
     }
 )
 
@@ -71,6 +73,8 @@ UNITS = frozenset(
         "% of one core",
         "MiB",
         "MiB/s",
+        "MiB/h",
+        "%/h",
         "KiB",
         "0..1",
     }
@@ -684,6 +688,49 @@ def _samplers() -> Iterator[Metric]:
     yield Metric("sampler_cpu_pct", "sampler CPU", "% of one core", SAMPLERS, "both samplers")
 
 
+# A soak's warnings fire when the slope's interval excludes zero AND it exceeds these (the
+# scenario's soak block overrides them; why these values: docs/reliability.md).
+SOAK_DRIFT_THRESHOLD_PCT_PER_H = 5.0  # compare's default threshold: 5 % is a regression
+SOAK_RSS_THRESHOLD_MIB_PER_H = 40.0  # about 1 GiB a day
+
+
+def _soak() -> Iterator[Metric]:
+    """A soak's drift (scenario key ``soak``): slopes with batch-means 95 % bounds."""
+    for prefix, what in (("tps", "TPS"), ("latency_pct", "p{pct} latency")):
+        name = f"{prefix}_drift_pct_per_h"
+        yield Metric(name, f"{what} drift", "%/h", SOAK, "slope over the window, % of its mean")
+        for bound in ("low", "high"):
+            yield Metric(
+                f"{prefix}_drift_ci_{bound}_pct_per_h",
+                f"{what} drift, 95 % CI {bound}",
+                "%/h",
+                SOAK,
+                "batch-means interval of the slope",
+            )
+    yield Metric(
+        "server_rss_growth_mib",
+        "server RSS growth",
+        "MiB",
+        SOAK,
+        "mean of the window's last tenth minus its first tenth",
+    )
+    yield Metric(
+        "server_rss_slope_mib_per_h",
+        "server RSS slope",
+        "MiB/h",
+        SOAK,
+        "over the window's second half (after the buffer pool filled)",
+    )
+    for bound in ("low", "high"):
+        yield Metric(
+            f"server_rss_slope_ci_{bound}_mib_per_h",
+            f"server RSS slope, 95 % CI {bound}",
+            "MiB/h",
+            SOAK,
+            "batch-means interval of the slope",
+        )
+
+
 REGISTRY: tuple[Metric, ...] = (
     *_sysbench(),
     *_derived(),  # costs per transaction: after sysbench, before mysqlslap in compare's order
@@ -694,6 +741,7 @@ REGISTRY: tuple[Metric, ...] = (
     *_faults(),
     *_stress_ng(),
     *_samplers(),
+    *_soak(),
 )
 
 _BY_NAME = MappingProxyType({m.name: m for m in REGISTRY if _NUMBER not in m.name})

@@ -62,12 +62,14 @@ def run_scenario(
     emit: Callable[[str], None] | None = None,
     snapshot_cache: Path | None = None,
     snapshot_cache_max: str | None = None,
+    overrides: tuple[str, ...] = (),
 ) -> RunOutcome:
     """Run every pending trial of a scenario file or a saved run; raises DbrigError.
 
     ``shard`` (``"I/N"``) runs only shard I of N of the plan's cells (see
-    :mod:`dbrig.scenario.shard`); a resumed shard run keeps its saved shard."""
-    plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed, shard)
+    :mod:`dbrig.scenario.shard`); a resumed shard run keeps its saved shard. ``overrides``
+    are ``--set KEY=VALUE`` texts (:mod:`dbrig.scenario.overrides`)."""
+    plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed, shard, overrides)
     try:
         with contextlib.ExitStack() as held:
             # The lock first: a refused second --resume must not touch the run at all.
@@ -148,6 +150,7 @@ def _plan_and_run_dir(
     retry_failed: bool,
     seed: int | None,
     shard: str | None = None,
+    overrides: tuple[str, ...] = (),
 ) -> tuple[scenario.Plan, store.RunDir | None]:
     if (scenario_file is None) == (resume is None):
         raise ConfigError("run: give a SCENARIO_FILE or --resume RUN_DIR (one of them)")
@@ -158,11 +161,14 @@ def _plan_and_run_dir(
             raise ConfigError("--seed: a resumed run keeps its saved seed; drop --seed")
         if shard is not None:
             raise ConfigError("--shard: a resumed run keeps its saved shard; drop --shard")
+        if overrides:
+            raise ConfigError("--set: a resumed run keeps its saved scenario; drop --set")
         run_dir, plan = resume_plan(resume)
         return plan, run_dir
     assert scenario_file is not None
     index_count = scenario.parse_shard(shard) if shard is not None else None
-    plan = scenario.load(shipped.resolve(scenario_file).path, seed=seed)
+    changes = [scenario.parse_override(text) for text in overrides]
+    plan = scenario.load(shipped.resolve(scenario_file).path, seed=seed, overrides=changes)
     if index_count is None:
         return plan, None
     if seed is None and plan.scenario.seed is None:
@@ -331,6 +337,14 @@ def print_dry_run(
     "cells. Needs the same --seed on every shard. Join the pieces with dbrig merge.",
 )
 @click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Set one scenario key for this run (repeatable), KEY a dotted path as in the "
+    "matrix, VALUE read as YAML: --set workload.sysbench.time=5. Saved with the run.",
+)
+@click.option(
     "--snapshot-cache",
     type=click.Path(path_type=Path),
     envvar=ENV_DIR,
@@ -355,6 +369,7 @@ def run_command(
     shard: str | None,
     snapshot_cache: Path | None,
     snapshot_cache_max: str | None,
+    overrides: tuple[str, ...],
 ) -> None:
     """Run every cell of SCENARIO_FILE (or a shipped scenario by name) and save the results.
 
@@ -363,7 +378,7 @@ def run_command(
     """
     _say_which_scenario(scenario_file, resume_dir)
     if dry_run:
-        plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed, shard)
+        plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed, shard, overrides)
         print_dry_run(plan, out, resume_dir)
         return
     outcome = run_scenario(
@@ -377,6 +392,7 @@ def run_command(
         shard=shard,
         snapshot_cache=snapshot_cache,
         snapshot_cache_max=snapshot_cache_max,
+        overrides=overrides,
     )
     if outcome.failed:
         print_line(err_console(), f"dbrig: {outcome.failed} of {outcome.total} trials failed")

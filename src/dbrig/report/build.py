@@ -35,8 +35,8 @@ from typing import Any
 import pandas as pd
 
 import dbrig
-from dbrig.metrics import HEADLINE, Metric, throughput_metrics
-from dbrig.report import charts, html, scaling
+from dbrig.metrics import DEFAULT_PERCENTILE, HEADLINE, Metric, throughput_metrics
+from dbrig.report import charts, html, scaling, soak
 from dbrig.report.data import RunData, load_run, plain_value, read_samples, read_trial
 from dbrig.report.experiments import EffectJudge, Experiment, FactorGroup, group_rows
 from dbrig.report.tables import (
@@ -129,6 +129,8 @@ def _write_report(run_dir: Path, max_cell_figures: int) -> Path:
         cells_drawn=len(detail_cells),
         cells_with_trials=int((overview["trials"] > 0).sum()),
         scalability=scalability,
+        soak=soak.section_rows(data),
+        soak_percentile=data.workload_params.get("percentile") or DEFAULT_PERCENTILE,
     )
     page = data.path / REPORT_HTML
     write_text_atomic(page, html.render(context))
@@ -949,6 +951,7 @@ def _cell_plot(
         status=read_samples(sample_dir, "status"),
         procs=read_samples(sample_dir, "procs"),
         role_labels=_role_labels(data),
+        memory=isinstance(data.scenario.get("soak"), dict),
     )
     title = f"{cell['cell']} {cell['label']}"
     fig = charts.cell_figure(

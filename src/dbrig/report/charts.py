@@ -74,6 +74,9 @@ STYLE = {
 }
 WARMUP_SHADE = {"color": "#000000", "alpha": 0.07, "linewidth": 0}
 TIME_LABEL = "time since measured window start (s)"
+# A cell figure's half-width panel is ~430 px: 3600 one-second steps in it are a smear of
+# noise. Longer series are drawn as this many bucket means inside a min..max band.
+MAX_PLOT_POINTS = 300
 
 
 def png_bytes(fig: Figure) -> bytes:
@@ -452,6 +455,7 @@ class CellSamples:
     status: pd.DataFrame | None
     procs: pd.DataFrame | None = None  # procs.csv: CPU per process role
     role_labels: Mapping[str, str] = field(default_factory=dict)  # workload -> client (sysbench)
+    memory: bool = False  # a panel of RSS per process role (a soak's leak check)
 
 
 @dataclass(frozen=True)
@@ -566,6 +570,11 @@ def _cell_panels(
                 lambda ax: _role_cpu(ax, procs, labels),
             )
         )
+    if samples.memory and procs is not None and {"role", "rss_mb"} <= set(procs.columns):
+        labels = samples.role_labels
+        panels.append(
+            _Panel("Memory by process role", "RSS (MiB)", lambda ax: _role_rss(ax, procs, labels))
+        )
     disk = samples.disk
     if disk is not None and "device" in disk:
         panels.append(_Panel("Disk I/O", "operations/s", lambda ax: _disk_iops(ax, disk)))
@@ -616,8 +625,39 @@ def _status_panels(status: pd.DataFrame) -> list[_Panel]:
     return panels
 
 
+@dataclass(frozen=True)
+class Buckets:
+    """A long series reduced for drawing: per bucket of consecutive rows, the time of its
+    last row (a stairs step covers ``(previous end, end]``) and the mean, min and max."""
+
+    end: np.ndarray
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+def downsample(times: np.ndarray, values: np.ndarray, max_points: int) -> Buckets:
+    """At most ``max_points`` buckets of consecutive rows (all rows when there are fewer).
+
+    The saved series stays whole; only the drawing is reduced, with the band min..max
+    keeping every spike visible. NaN values are left out of a bucket's statistics (an
+    all-NaN bucket is NaN)."""
+    count = max(1, min(max_points, len(times)))
+    starts = np.linspace(0, len(times), count + 1).astype(int)[:-1]
+    ends = np.r_[starts[1:], len(times)] - 1
+    known = ~np.isnan(values)
+    filled = np.where(known, values, 0.0)
+    counts = np.add.reduceat(known.astype(int), starts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.add.reduceat(filled, starts) / counts
+    low = np.fmin.reduceat(values, starts)  # fmin/fmax skip NaN unless all are NaN
+    high = np.fmax.reduceat(values, starts)
+    return Buckets(np.asarray(times, dtype=float)[ends], mean, low, high)
+
+
 def _stairs(ax: Axes, frame: pd.DataFrame, values: pd.Series, **style: object) -> None:
-    """Each row's value over the interval it covers, ``(t_s - interval, t_s]``."""
+    """Each row's value over the interval it covers, ``(t_s - interval, t_s]``; a series
+    longer than MAX_PLOT_POINTS is drawn as bucket means inside a min..max band."""
     # numpy, not a sorted DataFrame: this runs for every line of every cell figure
     times = frame["t_s"].to_numpy(dtype=float)
     if times.size == 0 or np.isnan(times).any():
@@ -631,10 +671,7 @@ def _stairs(ax: Axes, frame: pd.DataFrame, values: pd.Series, **style: object) -
     else:
         first = float(np.median(np.diff(times))) if times.size > 1 else 1.0
     values_ = pd.Series(values).to_numpy(dtype=float)[order]
-    # steps-pre gives each point's value to the span on its left: (t_prev, t]
-    ax.plot(
-        np.r_[times[0] - first, times], np.r_[values_[:1], values_], drawstyle="steps-pre", **style
-    )
+    _draw_steps(ax, times, values_, first, **style)
 
 
 def _stairs_with_pandas(ax: Axes, frame: pd.DataFrame, values: pd.Series, **style: object) -> None:
@@ -649,9 +686,29 @@ def _stairs_with_pandas(ax: Axes, frame: pd.DataFrame, values: pd.Series, **styl
     else:
         first = float(np.median(np.diff(times))) if times.size > 1 else 1.0
     values_ = rows["v"].to_numpy(dtype=float)
-    ax.plot(
-        np.r_[times[0] - first, times], np.r_[values_[:1], values_], drawstyle="steps-pre", **style
-    )
+    _draw_steps(ax, times, values_, first, **style)
+
+
+def _draw_steps(
+    ax: Axes, times: np.ndarray, values: np.ndarray, first: float, **style: object
+) -> None:
+    """The step line of sorted ``times`` (the first step ``first`` s long), bucketed when long."""
+    start = times[0] - first
+    if len(times) > MAX_PLOT_POINTS:
+        buckets = downsample(times, values, MAX_PLOT_POINTS)
+        band_x = np.r_[start, buckets.end]
+        ax.fill_between(
+            band_x,
+            np.r_[buckets.low[:1], buckets.low],
+            np.r_[buckets.high[:1], buckets.high],
+            step="pre",
+            color=style.get("color"),
+            alpha=0.18,
+            linewidth=0,
+        )
+        times, values = buckets.end, buckets.mean
+    # steps-pre gives each point's value to the span on its left: (t_prev, t]
+    ax.plot(np.r_[start, times], np.r_[values[:1], values], drawstyle="steps-pre", **style)
 
 
 def _legend(ax: Axes, entries: int) -> None:
@@ -788,6 +845,16 @@ def _role_cpu(ax: Axes, procs: pd.DataFrame, labels: Mapping[str, str]) -> None:
         values = pd.to_numeric(rows["cpu_pct"], errors="coerce")
         label = labels.get(str(role), str(role))
         _stairs(ax, rows, values, color=color, label=label, linewidth=1.3)
+        drawn += 1
+    ax.set_ylim(bottom=0)
+    _legend(ax, drawn)
+
+
+def _role_rss(ax: Axes, procs: pd.DataFrame, labels: Mapping[str, str]) -> None:
+    drawn = 0
+    for color, (role, rows) in zip(PALETTE, procs.groupby("role", sort=False), strict=False):
+        values = pd.to_numeric(rows["rss_mb"], errors="coerce")
+        _stairs(ax, rows, values, color=color, label=labels.get(str(role), str(role)))
         drawn += 1
     ax.set_ylim(bottom=0)
     _legend(ax, drawn)

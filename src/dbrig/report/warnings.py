@@ -31,6 +31,13 @@ page_cache                sysbench fileio ``file_total_size`` under the host's R
 threads_over_cores        sysbench cpu or mutex with more threads than the host's cores
 client_placement          a pinned server whose client is not pinned, or pinned to the same
                           cores (``workload.<tool>.cpus``): the client competes for them
+soak_drift                a soak trial (measured window of 10 minutes or more) whose TPS or
+                          latency drifts: the slope's 95 % interval
+                          excludes zero and the slope exceeds ``soak.drift_threshold_pct_per_h``
+                          (default 5 %/h)
+soak_rss_growth           a soak trial's server RSS keeps growing over the window's second
+                          half: the interval excludes zero and the slope exceeds
+                          ``soak.rss_threshold_mib_per_h`` (default 40 MiB/h)
 ========================  ==================================================================
 """
 
@@ -43,8 +50,13 @@ from typing import Any
 
 import pandas as pd
 
+from dbrig.analysis import drift
+from dbrig.metrics import (
+    SOAK_DRIFT_THRESHOLD_PCT_PER_H,
+    SOAK_RSS_THRESHOLD_MIB_PER_H,
+    throughput_metrics,
+)
 from dbrig.metrics import metric as registry_entry
-from dbrig.metrics import throughput_metrics
 from dbrig.report.data import RunData, load_run
 from dbrig.report.scaling import find_sweeps
 from dbrig.report.tables import CellStats, aggregate, cell_overview, metric_columns
@@ -59,6 +71,9 @@ MAX_STEAL_PCT = 5.0
 MIN_SAMPLER_WINDOW_S = 10.0
 MAX_SAMPLER_PCT = 1.0
 MAX_CELL_WARNINGS = 6
+# A soak warning needs a window this long: over a few minutes a per-hour slope extrapolates
+# start-up (the buffer pool filling, the first checkpoint), not a trend.
+MIN_SOAK_WINDOW_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -129,6 +144,8 @@ def compute_warnings(data: RunData, overview: pd.DataFrame, stats: CellStats) ->
         _page_cache,
         _threads_over_cores,
         _client_placement,
+        _soak_drift,
+        _soak_rss_growth,
     ]
     found: list[RunWarning] = []
     for check in checks:
@@ -388,6 +405,73 @@ def _peak_not_reached(run: _Run) -> list[RunWarning]:
         )
         found.append(RunWarning("peak_not_reached", message))
     return found
+
+
+# --------------------------------------------------------------------------- soak
+
+
+def _soak_threshold(run: _Run, key: str, default: float) -> float | None:
+    """The soak block's threshold, its default when unset; None when the run is no soak."""
+    soak = run.data.scenario.get("soak")
+    if not isinstance(soak, dict):
+        return None
+    value = to_float(soak.get(key))
+    return default if value is None else value
+
+
+def _soak_trials(run: _Run, column: str) -> pd.DataFrame:
+    results = run.data.results
+    if column not in results.columns:
+        return results.iloc[0:0]
+    ok = results[(results["status"] == "ok") & results[column].notna()]
+    if "measured_time_s" in ok.columns:
+        ok = ok[pd.to_numeric(ok["measured_time_s"], errors="coerce") >= MIN_SOAK_WINDOW_S]
+    return ok.sort_values(["cell", "repetition"], kind="stable")
+
+
+def _soak_drift(run: _Run) -> list[RunWarning]:
+    threshold = _soak_threshold(run, "drift_threshold_pct_per_h", SOAK_DRIFT_THRESHOLD_PCT_PER_H)
+    if threshold is None:
+        return []
+    pct = run.data.workload_params.get("percentile") or 95
+    hits = []
+    for prefix, name in (("tps", "TPS"), ("latency_pct", f"p{pct} latency")):
+        for row in _soak_trials(run, f"{prefix}_drift_pct_per_h").to_dict("records"):
+            found = drift.Drift.from_bounds(
+                row[f"{prefix}_drift_pct_per_h"],
+                row[f"{prefix}_drift_ci_low_pct_per_h"],
+                row[f"{prefix}_drift_ci_high_pct_per_h"],
+            )
+            if not drift.is_real_trend(found, threshold):
+                continue
+            text = (
+                f"r{row['repetition']}: {name} {found.direction} {found.pct_per_h:+.1f} %/h "
+                f"(95 % CI {found.ci_low_pct_per_h:+.1f} to {found.ci_high_pct_per_h:+.1f}; "
+                f"beyond {threshold:g} %/h): no steady state over the soak"
+            )
+            hits.append(_Hit(row["cell"], run.label(row["cell"]), text, abs(found.pct_per_h)))
+    where = see("tps_drift_pct_per_h") + " (and latency_pct_drift_pct_per_h)"
+    return _per_cell("soak_drift", hits, run.n_cells, "drift over the soak", where=where)
+
+
+def _soak_rss_growth(run: _Run) -> list[RunWarning]:
+    threshold = _soak_threshold(run, "rss_threshold_mib_per_h", SOAK_RSS_THRESHOLD_MIB_PER_H)
+    if threshold is None:
+        return []
+    hits = []
+    for row in _soak_trials(run, "server_rss_slope_mib_per_h").to_dict("records"):
+        slope, low = row["server_rss_slope_mib_per_h"], row["server_rss_slope_ci_low_mib_per_h"]
+        if not (low > 0 and slope >= threshold):
+            continue
+        text = (
+            f"r{row['repetition']}: server RSS still growing {slope:+.1f} MiB/h over the "
+            f"window's second half (95 % CI from {low:+.1f}; beyond {threshold:g} MiB/h), "
+            f"{row.get('server_rss_growth_mib', float('nan')):+.0f} MiB over the window: "
+            "a leak or a cache still filling"
+        )
+        hits.append(_Hit(row["cell"], run.label(row["cell"]), text, slope))
+    where = see("server_rss_slope_mib_per_h")
+    return _per_cell("soak_rss_growth", hits, run.n_cells, "server RSS growth", where=where)
 
 
 # --------------------------------------------------------------------------- helpers

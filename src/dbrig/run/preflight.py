@@ -101,6 +101,7 @@ def check_host(
             _check_reachable(plan, name, spec)
     _check_system(plan, out or Path(plan.scenario.out))
     _check_disk(plan, out or Path(plan.scenario.out))
+    _check_series_disk(plan, out or Path(plan.scenario.out))
     return servers
 
 
@@ -220,6 +221,63 @@ def _check_disk(plan: Plan, out: Path) -> None:
             f"{free / 2**30:.1f} GiB are free under {where}",
             hint="use fewer warehouses or a run directory on a bigger disk",
         )
+
+
+# What one row adds to a trial's folder, measured on a one-hour MariaDB soak and rounded
+# up (docs/reliability.md, Soak): about 1.2 KB a second on 2 cores, 4.3 MB an hour.
+TOOL_BYTES_PER_S = 250  # the raw interval line (~150 B) and its intervals.csv row (~95 B)
+SAMPLE_BYTES = 500 + 80 + 90 + 2 * 55  # status.csv, memory.csv, disk.csv, sampler.csv rows
+CORE_SAMPLE_BYTES = 80  # cpu.csv: one row per core
+ROLE_SAMPLE_BYTES = 75  # procs.csv: one row per process role
+
+
+def series_bytes(plan: Plan, cpu_count: int) -> int:
+    """Bytes the per-interval files of every trial will take: the tool's series and the
+    samplers' rows over each trial's expected time (0 for runs limited by events only)."""
+    total = 0.0
+    for cell in plan.cells:
+        scenario = cell.scenario
+        seconds = workload_for(scenario.workload).expected_seconds(scenario.warmup)
+        if not seconds:
+            continue
+        per_s = float(TOOL_BYTES_PER_S)
+        if scenario.sampling.enabled:
+            roles = 2 + len(interference_for(scenario.interference))
+            devices = len(scenario.sampling.devices or ()) or 1
+            row = SAMPLE_BYTES + CORE_SAMPLE_BYTES * cpu_count + ROLE_SAMPLE_BYTES * roles
+            row += 90 * (devices - 1)
+            per_s += row / scenario.sampling.interval
+        total += seconds * per_s * scenario.repeat
+    return int(total)
+
+
+def _check_series_disk(plan: Plan, out: Path) -> None:
+    """A soak's samples are kept whole: refuse one whose files would not fit the free disk."""
+    needed = series_bytes(plan, os.cpu_count() or 1)
+    if not needed:
+        return
+    where = next(p for p in (out.resolve(), *out.resolve().parents) if p.exists())
+    free = shutil.disk_usage(where).free - managed_data_bytes(plan)
+    if needed <= free:
+        return
+    workload = workload_for(plan.scenario.workload)
+    timed = "time" in type(workload.params).model_fields
+    key = f"workload.{workload.key}.time" if timed else "sampling.interval"
+    raise ConfigError(
+        f"{plan.source}: {key}: the per-interval data of {_trials(len(plan.trials))} "
+        f"(samples every {plan.scenario.sampling.interval:g} s) needs about "
+        f"{_gib(needed)} but only {_gib(max(free, 0))} are free under {where}",
+        hint="shorten the run, sample less often (sampling.interval), or use --out on a "
+        "bigger disk",
+    )
+
+
+def _trials(count: int) -> str:
+    return f"{count} trial" if count == 1 else f"{count} trials"
+
+
+def _gib(size: float) -> str:
+    return f"{size / 2**40:.1f} TiB" if size >= 2**40 else f"{size / 2**30:.1f} GiB"
 
 
 def datadir_device(where: Path) -> host_settings.BlockDevice | None:

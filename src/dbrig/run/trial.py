@@ -26,6 +26,7 @@ import pandas as pd
 import pymysql
 
 from dbrig import proc, sampling, store
+from dbrig.analysis import drift
 from dbrig.endpoint import Endpoint
 from dbrig.errors import DbrigError, DiskFull, ServerInitError
 from dbrig.host.settings import SystemState
@@ -517,6 +518,8 @@ class TrialExecutor:
         self.record.metrics.update(derived_costs(self.record.metrics))
         if self._faults is not None:
             self._save_faults(frame, warmup)
+        if self.scenario.soak is not None:
+            self.record.metrics.update(soak_drift(self.folder))
 
     def _save_tables(self, outcome: Outcome) -> None:
         for name, table in outcome.extra_tables.items():
@@ -577,6 +580,21 @@ def check_client_logs(workload: ClientLogWorkload, folder: Path, conn: Any) -> O
             cur.execute(sql)
             found.extend(int(row[0]) for row in cur.fetchall())
     return workload.evaluate_client_logs(logs, found)
+
+
+def soak_drift(folder: Path) -> dict[str, float]:
+    """The drift columns of a soak trial from its saved measured rows (analysis/drift.py)."""
+    intervals = _measured_rows(folder / "intervals.csv")
+    procs = _measured_rows(folder / "procs.csv")
+    server = procs[procs["role"] == "server"] if procs is not None else None
+    return drift.soak_metrics(intervals, server)
+
+
+def _measured_rows(path: Path) -> pd.DataFrame | None:
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    frame = pd.read_csv(path, on_bad_lines="skip")  # a torn last line: as summarize_cell does
+    return frame[frame["phase"] == sampling.MEASURE] if "phase" in frame.columns else None
 
 
 def _global_status(conn: Any) -> dict[str, str]:

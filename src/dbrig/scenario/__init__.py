@@ -30,8 +30,10 @@ from dbrig.scenario.model import (
     Sampling,
     Scenario,
     ServerSpec,
+    Soak,
     WorkloadBlock,
 )
+from dbrig.scenario.overrides import apply_overrides, parse_override
 from dbrig.scenario.shard import parse_shard, shard_plan, split_cells
 from dbrig.scenario.validate import validate
 
@@ -47,8 +49,10 @@ __all__ = [
     "Scenario",
     "ServerSpec",
     "Shard",
+    "Soak",
     "Trial",
     "WorkloadBlock",
+    "apply_overrides",
     "check_path",
     "describe_error",
     "expand",
@@ -56,6 +60,7 @@ __all__ = [
     "load",
     "matrix_blocks",
     "order_trials",
+    "parse_override",
     "parse_shard",
     "plan_from_dict",
     "read_yaml",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import typing
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import yaml
 
 from dbrig.errors import ConfigError
 from dbrig.scenario.matrix import Cell, Plan, check_path, expand, matrix_blocks
+from dbrig.scenario.overrides import apply_overrides
 from dbrig.scenario.validate import validate
 from dbrig.tools.registry import workload_for
 
@@ -86,10 +88,16 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def load(path: Path | str, seed: int | None = None) -> Plan:
-    """Read, validate and expand a scenario file; ``seed`` wins over the file's own."""
+def load(
+    path: Path | str,
+    seed: int | None = None,
+    overrides: Iterable[tuple[str, Any]] = (),
+) -> Plan:
+    """Read, validate and expand a scenario file; ``seed`` wins over the file's own, and
+    ``overrides`` (``--set``, see :mod:`~dbrig.scenario.overrides`) over its keys."""
     path = Path(path)
-    return plan_from_dict(read_yaml(path), source=str(path), seed=seed)
+    raw = apply_overrides(read_yaml(path), overrides)
+    return plan_from_dict(raw, source=str(path), seed=seed)
 
 
 def plan_from_dict(

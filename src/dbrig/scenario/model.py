@@ -183,6 +183,20 @@ class Sampling(_Frozen):
     )
 
 
+class Soak(_Frozen):
+    """A soak: drift of the interval series over a long window, and warnings on a real trend.
+
+    The thresholds' defaults live with the drift columns (dbrig.metrics: SOAK_*), read by the
+    report's warnings; None here means that default."""
+
+    drift_threshold_pct_per_h: float | None = Field(
+        None, gt=0, description="warn on TPS or latency drift beyond this, % of the mean per hour"
+    )
+    rss_threshold_mib_per_h: float | None = Field(
+        None, gt=0, description="warn on server RSS growth beyond this, MiB per hour"
+    )
+
+
 class WorkspaceSpec(_Frozen):
     image: str | None = Field(
         None, description="size of an XFS (reflink) image for datadirs and snapshots, e.g. 20G"
@@ -379,6 +393,7 @@ class Scenario(_Frozen):
     sampling: Sampling = Sampling()
     system: SystemSettings = SystemSettings()
     workspace: WorkspaceSpec = WorkspaceSpec()
+    soak: Soak | None = None
     matrix: dict[str, list[Any]] | list[dict[str, list[Any]]] = Field(default_factory=dict)
     repeat: int = Field(1, ge=1, le=1000)
     warmup: int = Field(0, ge=0, description="seconds of load run and discarded before measuring")
