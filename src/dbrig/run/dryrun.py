@@ -16,7 +16,7 @@ from dbrig.run.remote import cell_host, display_run
 from dbrig.run.remote import display_endpoint as remote_endpoint
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.sandbox import my_cnf_lines
-from dbrig.tools.base import WorkloadTool
+from dbrig.tools.base import WorkloadTool, reconnects_itself
 from dbrig.tools.registry import workload_for
 
 
@@ -68,7 +68,9 @@ def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
         for interference in commands.interference:
             yield f"  {interference.role}: " + " ".join(proc.redact(interference.argv))
         yield from _server_lines(cell.scenario.server_specs[cell.server])
-        yield from (f"  fault {line}" for line in faults.describe(cell.scenario.faults))
+        rides_through = reconnects_itself(commands.workload)
+        fault_lines = faults.describe(cell.scenario.faults, rides_through)
+        yield from (f"  fault {line}" for line in fault_lines)
         settings = cell.scenario.system
         if settings.active:
             yield "  system: " + ", ".join(

@@ -61,15 +61,21 @@ _LOGGED_ERRORS = 5
 _SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTOP}
 
 
-def describe(faults: Faults) -> list[str]:
-    """One line per fault, for the dry run: what happens when."""
+def describe(faults: Faults, rides_through: bool = False) -> list[str]:
+    """One line per fault, for the dry run: what happens when. ``rides_through``: the
+    workload reconnects by itself, so a restart does not end its run."""
     lines = []
     for key, fault in faults.given.items():
         when = f"at {fault.at:g} s"
         if isinstance(fault, KillServer) and fault.ends_client:
+            client = (
+                "the workload reconnects by itself"
+                if rides_through
+                else "the workload started again for the rest of the window"
+            )
             lines.append(
                 f"{key}: SIG{fault.signal} {when}, restart on the same datadir (timeout "
-                f"{fault.timeout:g} s), the workload started again for the rest of the window"
+                f"{fault.timeout:g} s), {client}"
             )
         elif isinstance(fault, KillServer):
             lines.append(f"{key}: SIGSTOP {when}, SIGCONT {fault.frozen_s:g} s later")
