@@ -157,13 +157,16 @@ def test_a_server_killed_mid_run_and_restarted_loses_nothing_at_flush_1(
     assert reason is None
 
 
-def test_a_trial_saves_acked_and_lost_commits(
+def test_a_trial_killed_by_its_fault_saves_acked_and_lost_commits(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The durability-loss scenario in small: dbrig's own kill_server fault, the client
+    riding through the restart, and the loss check against the recovered server."""
     scenario = tiny_scenario(
         name="acked",
         server={"config": DURABLE},
-        workload={"acked_writes": {"threads": 2, "time": 2}},
+        workload={"acked_writes": {"threads": 2, "time": 6}},
+        faults={"kill_server": {"signal": "KILL", "at": 2}},
     )
     path = write_scenario(tmp_path / "acked.yaml", scenario)
     started = time.monotonic()
@@ -176,4 +179,6 @@ def test_a_trial_saves_acked_and_lost_commits(
     assert saved["metrics"]["acked_commits"] > 0
     assert saved["metrics"]["lost_commits"] == 0
     assert saved["metrics"]["tps"] > 0
+    assert saved["metrics"]["restart_to_query_s"] > 0  # the fault fired and was recovered from
+    assert "workload_resumed" not in saved["commands"]  # the same client rode through it
     assert not (trial / "client-log").exists()  # the ack files are removed once counted

@@ -143,3 +143,31 @@ def test_a_cell_whose_fault_falls_outside_its_window_is_named(tmp_path: Path) ->
         """,
     )
     assert "time=2" in message and "kill_server.at = 3 s is not inside the 2 s" in message
+
+
+def _acked(tmp_path: Path, faults: str) -> Path:
+    path = tmp_path / "f.yaml"
+    path.write_text(f"name: f\nworkload:\n  acked_writes: {{time: 8}}\nfaults: {faults}\n")
+    return path
+
+
+def test_a_client_that_reconnects_itself_rides_through_a_kill(tmp_path: Path) -> None:
+    faults = load(_acked(tmp_path, "{kill_server: {at: 3}}")).scenario.faults
+    assert faults.kill_server is not None and faults.ends_client
+
+
+def test_a_killed_client_that_cannot_be_started_again_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot be started again after a fault"):
+        load(_acked(tmp_path, "{kill_client: {at: 3}}"))
+
+
+def test_faults_need_the_client_on_this_machine(tmp_path: Path) -> None:
+    message = error(
+        tmp_path,
+        """\
+        hosts: {load1: {ssh: bench@load1}}
+        faults: {kill_server: {at: 3}}
+        matrix: {workload.sysbench.host: [load1]}
+        """,
+    )
+    assert "faults need the client on this machine" in message and "load1" in message
