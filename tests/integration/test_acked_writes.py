@@ -180,5 +180,6 @@ def test_a_trial_killed_by_its_fault_saves_acked_and_lost_commits(
     assert saved["metrics"]["lost_commits"] == 0
     assert saved["metrics"]["tps"] > 0
     assert saved["metrics"]["restart_to_query_s"] > 0  # the fault fired and was recovered from
+    assert saved["metrics"]["fault_window_tps"] > 0  # its intervals read on the fault's clock
     assert "workload_resumed" not in saved["commands"]  # the same client rode through it
     assert not (trial / "client-log").exists()  # the ack files are removed once counted

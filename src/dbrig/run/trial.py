@@ -545,9 +545,7 @@ class TrialExecutor:
 
     def _save_faults(self, frame: pd.DataFrame | None, warmup: int) -> None:
         assert self._faults is not None
-        interval = (
-            self.workload.interval_s if isinstance(self.workload, ResumableWorkload) else None
-        )
+        interval = getattr(self.workload, "interval_s", None)  # sysbench's, acked_writes'
         expected = self.workload.expected_seconds(warmup) or 0
         window = expected - warmup
         self.record.metrics.update(self._faults.analyse(frame, interval, window))

@@ -294,6 +294,11 @@ class AckedWritesTool(ServerWorkload):
     def live_interval(self, text_tail: str) -> dict[str, float] | None:
         return sysbench.latest_interval(text_tail)
 
+    @property
+    def interval_s(self) -> float | None:
+        """Seconds between interval lines: the faults' throughput recovery reads them."""
+        return float(self.params.report_interval) if self.params.report_interval else None
+
     def data_set_key(self) -> tuple:
         return ("acked_writes", self.params.db, self.params.engine.lower())
 
