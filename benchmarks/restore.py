@@ -64,6 +64,10 @@ PHASES: dict[str, float] = defaultdict(float)
 PHASE_HISTORY: list[dict[str, float]] = []
 BASELINE_UNLINK: list[float] = []  # the cp-changed side's unlinks, per round
 DIRTY: dict[str, list[str]] = defaultdict(list)  # /proc/meminfo Dirty + Writeback before each
+# Both sides start from a clean page cache: otherwise up to GiBs of the trial's (and the
+# previous side's) dirty pages are written back during whichever side runs next, and the
+# ratio measures the disk's writeback more than the restore (--no-sync: as before).
+SYNC_BEFORE_EACH = True
 
 
 def dirty_kib() -> str:
@@ -162,6 +166,8 @@ def alternate(
     for i in range(rounds):
         for name in names if i % 2 == 0 else names[::-1]:
             before()
+            if SYNC_BEFORE_EACH:
+                os.sync()  # untimed: the trial's writes and the other side's copy go out first
             DIRTY[name].append(dirty_kib())
             times[name].append(methods[name]())
             after(name)
@@ -215,7 +221,12 @@ def main() -> None:
     ap.add_argument("--table-size", type=int, default=1_000_000)
     ap.add_argument("--dir", type=Path, default=None, help="work directory (default: TMPDIR)")
     ap.add_argument("--skip", default="", help="comma-separated: readonly,readwrite,xfs,cache")
+    ap.add_argument(
+        "--no-sync", action="store_true", help="do not sync before each timed side (as before)"
+    )
     args = ap.parse_args()
+    global SYNC_BEFORE_EACH
+    SYNC_BEFORE_EACH = not args.no_sync
     if args.rounds < 2:
         ap.error("--rounds: at least 2 (a spread needs two)")
     skip = set(filter(None, args.skip.split(",")))
