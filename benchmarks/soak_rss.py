@@ -7,7 +7,7 @@ samples the resident memory of the dbrig process and of its Python children
 (none today; counted if a future sampler forks one) every few seconds. The
 server and sysbench are not dbrig's memory and are left out. Prints the RSS at
 the start of the measured window, at the end, the maximum, and the OLS slope in
-MiB/hour with its 95 % interval (Newey-West, as for the soak drift columns).
+MiB/hour with its 95 % interval (batch means, as for the soak drift columns).
 
     .venv/bin/python benchmarks/soak_rss.py --minutes 60
 

@@ -223,7 +223,7 @@ def _check_disk(plan: Plan, out: Path) -> None:
         )
 
 
-# What one row adds to a trial's folder, measured on a one-hour MariaDB soak and rounded
+# What one row adds to a trial's folder, measured at minute 55 of a MariaDB soak and rounded
 # up (docs/reliability.md, Soak): about 1.2 KB a second on 2 cores, 4.3 MB an hour.
 TOOL_BYTES_PER_S = 250  # the raw interval line (~150 B) and its intervals.csv row (~95 B)
 SAMPLE_BYTES = 500 + 80 + 90 + 2 * 55  # status.csv, memory.csv, disk.csv, sampler.csv rows
