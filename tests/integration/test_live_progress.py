@@ -16,6 +16,7 @@ LIVE = re.compile(
 
 
 @pytest.mark.integration
+@pytest.mark.serial  # two progress lines in a 4 s trial: not beside another test
 def test_plain_progress_lines_show_the_tps_while_the_trial_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -54,8 +54,10 @@ def test_the_socket_folder_of_a_sigkilled_dbrig_is_removed_by_the_resume(
 ) -> None:
     """Finding 10: SIGKILL of dbrig left an empty 0700 $TMPDIR/dbrig-XXXX that no later run
     removed."""
+    # Long enough for the SIGKILL to land mid-trial (it follows sysbench's start within a
+    # fraction of a second), short because the resume runs the whole trial again.
     scenario = tiny_scenario(
-        workload={"sysbench": {**tiny_scenario()["workload"]["sysbench"], "time": 20}}
+        workload={"sysbench": {**tiny_scenario()["workload"]["sysbench"], "time": 6}}
     )
     path = write_scenario(tmp_path / "long.yaml", scenario)
     out = tmp_path / "runs"
@@ -227,7 +229,9 @@ def test_a_full_results_disk_stops_the_run_with_exit_3_and_resume_finishes_it(
     """Finding 1: ENOSPC while saving ended with exit 70 ("internal error (a bug)"), run.json
     left 'running' and .run.json.tmp, .results.csv.tmp, datadir.restoring behind."""
     scenario = tiny_scenario(
-        workload={"sysbench": {**tiny_scenario()["workload"]["sysbench"], "time": 8}},
+        # the disk is filled as soon as sysbench starts: 4 s leave time for that, and the
+        # resume runs both trials again
+        workload={"sysbench": {**tiny_scenario()["workload"]["sysbench"], "time": 4}},
         repeat=2,
         out=str(small_filesystem / "runs"),
     )

@@ -17,7 +17,8 @@ from tests.integration.helpers import (
     write_scenario,
 )
 
-pytestmark = pytest.mark.integration
+# core 1 must stay idle: nothing may run beside it (scripts/run-tests.sh)
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores: one busy, one not")
