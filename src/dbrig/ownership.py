@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from dbrig.errors import UnsafePathError
+from dbrig.util.signals import HeldSignals, interrupts_held
 
 MARKER = ".dbrig-owned"
 
@@ -23,16 +24,22 @@ def mark_owned(path: Path, role: str, owner_pid: int | None = None) -> None:
     ``owner_pid``: the dbrig process whose lifetime the folder belongs to (a socket folder),
     so a later run can tell it was left by a dbrig that is gone.
     """
-    path.mkdir(parents=True, exist_ok=True)
-    if any(p.name != MARKER for p in path.iterdir()):
-        raise UnsafePathError(
-            f"{path} already exists and is not empty: dbrig creates its own directories",
-            hint="choose another --out or remove it yourself",
-        )
     marker: dict[str, object] = {"created_by": "dbrig", "role": role}
     if owner_pid is not None:
         marker["owner_pid"] = owner_pid
-    (path / MARKER).write_text(json.dumps(marker) + "\n")
+    held = HeldSignals()
+    try:
+        # A Ctrl-C between the mkdir and the marker would leave a folder dbrig may not remove.
+        with interrupts_held(held):
+            path.mkdir(parents=True, exist_ok=True)
+            if any(p.name != MARKER for p in path.iterdir()):
+                raise UnsafePathError(
+                    f"{path} already exists and is not empty: dbrig creates its own directories",
+                    hint="choose another --out or remove it yourself",
+                )
+            (path / MARKER).write_text(json.dumps(marker) + "\n")
+    finally:
+        held.deliver()
 
 
 def marker(path: Path) -> dict[str, object]:

@@ -28,12 +28,13 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dbrig.errors import ToolMissing
+from dbrig.util.signals import HeldSignals, interrupts_held
 
 log = logging.getLogger(__name__)
 
@@ -292,7 +293,7 @@ def spawn_piped(
     with open(stderr, "ab") as err:
         prefix = _die_with_parent_argv()
         log.info("start: %s", " ".join(redact(argv)))
-        held = _HeldSignals()
+        held = HeldSignals()
         child: Child | None = None
         try:
             child = _start_held(
@@ -332,7 +333,7 @@ def _spawn_into(
     log.info("start: %s", " ".join(redact(argv)))
     full_env = child_environment(env)
     child: Child | None = None
-    held = _HeldSignals()
+    held = HeldSignals()
     try:
         stdin = subprocess.PIPE if stdin_pipe else subprocess.DEVNULL
         child = _start_held(prefix, argv, out, err, full_env, cwd, held, stdin=stdin)
@@ -354,11 +355,11 @@ def _start_held(
     err: Any,
     env: Mapping[str, str] | None,
     cwd: Path | None,
-    held: _HeldSignals,
+    held: HeldSignals,
     stdin: Any = subprocess.DEVNULL,
 ) -> Child:
-    """Popen and register the child with Ctrl-C and SIGTERM held (see _interrupts_held)."""
-    with _interrupts_held(held):
+    """Popen and register the child with Ctrl-C and SIGTERM held (see interrupts_held)."""
+    with interrupts_held(held):
         try:
             popen = subprocess.Popen(
                 [*prefix, *argv],
@@ -377,41 +378,6 @@ def _start_held(
         with _live_lock:
             _live[popen.pid] = popen
         return child
-
-
-class _HeldSignals:
-    def __init__(self) -> None:
-        self.signals: list[int] = []
-
-    def hold(self, signum: int, frame: Any) -> None:
-        self.signals.append(signum)
-
-    def deliver(self) -> None:
-        for signum in self.signals:
-            signal.raise_signal(signum)
-        self.signals.clear()
-
-
-@contextlib.contextmanager
-def _interrupts_held(held: _HeldSignals) -> Iterator[_HeldSignals]:
-    """Hold Ctrl-C and SIGTERM while a child starts, to deliver after it is registered.
-
-    Otherwise an interrupt inside Popen (it waits for the exec) loses the child: it
-    runs on, unregistered, and nothing stops it.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield held
-        return
-    previous = {}
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        handler = signal.getsignal(signum)
-        if handler is not None:
-            previous[signum] = signal.signal(signum, held.hold)
-    try:
-        yield held
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
 
 def run(
