@@ -7,11 +7,13 @@ a real server or a real filesystem are in tests/integration/test_review_faults.p
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from pathlib import Path
 
 import pytest
 
+from dbrig import ownership
 from dbrig.cli import main
 
 SYSBENCH = "workload:\n  sysbench: {tables: 1, table_size: 100, time: 1}\n"
@@ -341,3 +343,24 @@ def test_run_json_says_aborted_even_when_the_disk_has_no_room_for_its_copy(
     monkeypatch.undo()
     assert run.saved().status == "aborted"
     assert not list(run.path.glob(".*.tmp"))
+
+
+def test_a_ctrl_c_while_a_folder_is_made_still_leaves_its_marker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen under two test workers: a Ctrl-C between mkdir and the marker left a folder
+    with no marker, which the next snapshot refused to remove. Now it is held till after."""
+    real_mkdir = Path.mkdir
+
+    def mkdir_then_ctrl_c(self: Path, *args: object, **kwargs: object) -> None:
+        real_mkdir(self, *args, **kwargs)  # type: ignore[arg-type]
+        signal.raise_signal(signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        monkeypatch.setattr(Path, "mkdir", mkdir_then_ctrl_c)
+        with pytest.raises(KeyboardInterrupt):
+            ownership.mark_owned(tmp_path / "data.copying", "copy")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert ownership.is_owned(tmp_path / "data.copying")
