@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dbrig import proc
 from dbrig.endpoint import Endpoint
+from dbrig.remote.server import AGENT_MODULE, BENCHMARK_USER, REMOTE_HOME_ROOT, server_address
 from dbrig.run.commands import trial_commands
 from dbrig.run.datasets import data_set_id, prepare_steps, prepared_before_every_trial
 from dbrig.run.preflight import cell_endpoint, check_host, find_binaries
@@ -66,6 +67,7 @@ def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
             yield "  run: " + display_run(plan, cell, proc.redact(remote.argv))
         for interference in commands.interference:
             yield f"  {interference.role}: " + " ".join(proc.redact(interference.argv))
+        yield from _where_lines(plan, cell.server)
         yield from _server_lines(cell.scenario.server_specs[cell.server])
         settings = cell.scenario.system
         if settings.active:
@@ -130,6 +132,22 @@ def _prepare_lines(
     for step in steps:
         argv = " ".join(proc.redact(step.argv))
         yield f"  {step.name} ({when}, data set {digest}): {argv}"
+
+
+def _where_lines(plan: Plan, name: str) -> Iterator[str]:
+    """Where a managed server on another host runs, and where its clients connect."""
+    spec = plan.scenario.server_specs[name]
+    if not isinstance(spec, ManagedServer) or spec.host is None:
+        return
+    host = plan.scenario.hosts[spec.host]
+    ssh = host.ssh + (f":{host.port}" if host.port else "")
+    address = server_address(spec.host, host)
+    port = spec.port or "<chosen then>"
+    yield (
+        f"  server: on hosts.{spec.host} ({ssh}) through dbrig's agent ({host.python} -m "
+        f"{AGENT_MODULE}), in ~/{REMOTE_HOME_ROOT}/<run folder>/{name}; clients connect to "
+        f"{address}:{port} as {BENCHMARK_USER} (127.0.0.1 from hosts.{spec.host} itself)"
+    )
 
 
 def _server_lines(config: ManagedServer | ExternalServer) -> Iterator[str]:
