@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -14,8 +15,17 @@ from dbrig.errors import ConfigError, ServerError, ServerInitError, ToolMissing
 from dbrig.remote import protocol
 from dbrig.remote.agent import Agent, serve
 from dbrig.remote.samples import merge_remote_samples
-from dbrig.remote.server import AGENT_MODULE, agent_argv, located
+from dbrig.remote.server import (
+    AGENT_MODULE,
+    RemoteServerHandle,
+    agent_argv,
+    agent_target,
+    located,
+)
+from dbrig.remote.ssh import SshHost
 from dbrig.sampling import summarize_cell
+from dbrig.scenario import ManagedServer
+from dbrig.scenario.model import HostSpec
 
 
 def test_a_request_is_one_line_and_decodes_back() -> None:
@@ -113,6 +123,40 @@ def test_the_agent_runs_here_without_a_prefix_and_as_python3_through_one() -> No
     assert agent_argv([]) == [sys.executable, "-m", AGENT_MODULE]
     prefix = ["ssh", "-o", "ControlPath=/tmp/c", "root@db1", "--"]
     assert agent_argv(prefix) == [*prefix, "python3", "-m", AGENT_MODULE]
+
+
+def test_over_ssh_the_agent_is_one_command_string_the_remote_shell_splits_back() -> None:
+    prefix = ["ssh", "-S", "/tmp/c/cm", "root@db1"]
+    argv = agent_argv(prefix, "env PYTHONPATH='/opt/my dbrig' /opt/py/bin/python", shell=True)
+    assert argv[: len(prefix)] == prefix and len(argv) == len(prefix) + 1
+    words = shlex.split(argv[-1])
+    python = ["env", "PYTHONPATH=/opt/my dbrig", "/opt/py/bin/python"]
+    assert words == ["exec", *python, "-m", AGENT_MODULE]
+
+
+def test_a_remote_servers_target_names_its_host_and_carries_no_secret(tmp_path: Path) -> None:
+    hosts = {"db1": HostSpec(ssh="root@db1", address="10.0.0.5", python="/opt/py/bin/python")}
+    spec = ManagedServer(host="db1")
+    target = agent_target("big", spec, tmp_path / "runs" / "r-1", hosts)
+    assert target is not None and target.ssh is not None
+    assert target.address == "10.0.0.5" and target.python == "/opt/py/bin/python"
+    assert target.remote_home == ".dbrig/r-1-big"
+    assert target.where == "server 'big' on hosts.db1 (root@db1)"
+    handle = RemoteServerHandle(
+        "big",
+        spec,
+        tmp_path / "local",
+        prefix=[],
+        address=target.address,
+        remote_home=target.remote_home,
+        host=SshHost(target.ssh),
+    )
+    try:
+        argv = agent_argv(handle.host.command_prefix(), target.python, shell=True)
+        assert handle._password not in " ".join(argv)
+    finally:
+        handle.close(keep_data=False)
+    assert agent_target("big", ManagedServer(), tmp_path, hosts) is None
 
 
 STAMP = "t_s,phase,interval_s"

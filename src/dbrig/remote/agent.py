@@ -63,6 +63,7 @@ class Agent:
         self.account: tuple[str, str] | None = None  # (user, password): never logged
         self.sampler: HostSampler | None = None
         self._lock: IO[str] | None = None
+        self._made: list[Path] = []  # the home and the parents open created, innermost first
         self.done = False
 
     def ops(self) -> dict[str, Callable[..., Any]]:
@@ -118,6 +119,7 @@ class Agent:
             raise ServerError(f"the agent already drives server '{self.handle.name}'")
         where = Path(home).expanduser()
         where = where if where.is_absolute() else Path.home() / where
+        self._made = [p for p in (where, *where.parents) if not p.exists()]
         where.mkdir(parents=True, exist_ok=True)
         if not ownership.is_owned(where):
             ownership.mark_owned(where, role="remote-server")  # refuses a folder not empty
@@ -210,6 +212,9 @@ class Agent:
             self.handle.close(keep_data)
             if not keep_data and self.home is not None:
                 ownership.remove_owned(self.home)
+                for parent in self._made[1:]:  # the folders open made, if nothing else is there
+                    with contextlib.suppress(OSError):
+                        parent.rmdir()
         self.done = True
 
     def stop_everything(self) -> None:

@@ -25,7 +25,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -72,9 +72,19 @@ class AgentConnection:
     """One running agent: requests go to its stdin, answers come from its stdout."""
 
     def __init__(
-        self, prefix: list[str], where: str, stderr_log: Path, python: str, *, shell: bool = False
+        self,
+        prefix: list[str],
+        where: str,
+        stderr_log: Path,
+        python: str,
+        *,
+        shell: bool = False,
+        connection_lost: Callable[[], str | None] | None = None,
     ) -> None:
+        """``connection_lost``: why the transport is gone (an ssh connection that
+        dropped), or None: the first reason a lost agent gives."""
         self.where = where
+        self._connection_lost = connection_lost
         self.stderr_log = stderr_log
         self.lost: str | None = None
         self._lock = threading.Lock()
@@ -129,6 +139,8 @@ class AgentConnection:
 
     def _lose(self, doing: str, why: str = "") -> NoReturn:
         """Record the lost connection (stopping the local end) and raise it."""
+        if not why and self._connection_lost is not None:
+            why = self._connection_lost() or ""
         why = why or self._stderr_tail() or "the agent exited"
         self.lost = protocol.one_line(
             f"{self.where}: the connection to its agent was lost (during {doing}): {why}"
@@ -262,7 +274,9 @@ class RemoteServerHandle:
             except SshError as exc:
                 raise ServerError(f"{self.where}: {exc.message}", hint=exc.hint) from None
             prefix = self.host.command_prefix()
-            self._agent = AgentConnection(prefix, self.where, log, self.python, shell=True)
+            self._agent = AgentConnection(
+                prefix, self.where, log, self.python, shell=True, connection_lost=self._ssh_lost
+            )
         else:
             self._agent = AgentConnection(self.prefix, self.where, log, self.python)
         opened = self._agent.call(
@@ -275,6 +289,11 @@ class RemoteServerHandle:
             bind_address=self.bind_address,
         )
         self.port = int(opened["port"])
+
+    def _ssh_lost(self) -> str | None:
+        if self.host is None or self.host.is_connected():
+            return None
+        return f"the ssh connection to {self.host.target.label} was lost"
 
     def _lost(self) -> str | None:
         return self._agent.lost if self._agent is not None else None
@@ -425,7 +444,7 @@ def _loopback(address: str) -> bool:
 
 
 LOCAL_AGENT_ENV = "DBRIG_LOCAL_AGENT"  # "1": managed servers run under a local agent (tests)
-REMOTE_HOME_ROOT = ".dbrig"  # under the remote user's home: <run folder>/<server>
+REMOTE_HOME_ROOT = ".dbrig"  # under the remote user's home: <run folder>-<server>
 
 
 @dataclass(frozen=True)
@@ -459,7 +478,7 @@ def agent_target(
     """Where managed server ``name`` runs, when it runs under an agent; None: in-process.
 
     The one place that decides it. ``host:`` (a key of ``hosts``) runs the agent on that
-    host over ssh, its server in ``~/.dbrig/<run folder>/<name>`` there. Without it,
+    host over ssh, its server in ``~/.dbrig/<run folder>-<name>`` there. Without it,
     ``DBRIG_LOCAL_AGENT=1`` runs it under a local agent (prefix ``[]``): the tests, and
     a way to measure what the agent costs.
     """
@@ -469,7 +488,7 @@ def agent_target(
         return AgentTarget(
             prefix=[],
             address=server_address(spec.host, host_spec),
-            remote_home=f"{REMOTE_HOME_ROOT}/{run_path.name}/{name}",
+            remote_home=f"{REMOTE_HOME_ROOT}/{run_path.name}-{name}",
             where=f"server '{name}' on {ssh.label}",
             ssh=ssh,
             python=host_spec.python,

@@ -342,13 +342,14 @@ def _probe_server_host(host: SshHost, python: str, basedir: Path | None) -> Serv
     label = host.target.label
     argv = [*shlex.split(python), "-m", AGENT_MODULE, PROBE_FLAG]
     code, output = host.run([*argv, *([str(basedir)] if basedir else [])], wrap=False)
-    install = f"install dbrig {dbrig.__version__} there (pip install dbrig=={dbrig.__version__})"
+    install = f"pip install dbrig=={dbrig.__version__} there"
     if code == SSH_FAILED:
         raise SshError(f"{label}: lost the connection: {connection_error(output)}")
     if code == 127:
         raise ConfigError(
             f"{label}: '{python}' not found there",
-            hint=f"install python3 and {install[8:]}, or set hosts.{host.name}.python",
+            hint=f"install python3 and dbrig {dbrig.__version__} there, or set "
+            f"hosts.{host.name}.python to the Python that has it",
         )
     if "No module named" in output:
         raise ConfigError(f"{label}: dbrig is not installed for '{python}' there", hint=install)
