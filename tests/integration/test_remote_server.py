@@ -19,7 +19,10 @@ import psutil
 import pytest
 
 import dbrig
-from dbrig.remote.server import AGENT_MODULE, REMOTE_HOME_ROOT
+from dbrig.commands.doctor import _remote_agent as doctor_agent_check
+from dbrig.remote.server import AGENT_MODULE, REMOTE_HOME_ROOT, host_target
+from dbrig.remote.ssh import SshHost
+from dbrig.scenario.model import HostSpec
 from tests.integration.helpers import (
     TINY_SCENARIO,
     one_error_line,
@@ -191,6 +194,13 @@ def test_a_server_host_without_dbrig_is_exit_2_and_the_dry_run_says_where(
     where = [ln for ln in result.out.splitlines() if ln.startswith("  server: on hosts.db1")]
     assert where and "clients connect to 127.0.0.1:" in where[0], result.out
     assert "--mysql-host=<hosts.db1 address>" in result.out
+
+    host = SshHost(host_target("db1", HostSpec(**scenario["hosts"]["db1"])))
+    try:  # doctor --host's row for it (the whole doctor --host is test_remote_client's)
+        check = doctor_agent_check(host, REMOTE_PYTHON)
+    finally:
+        host.close()
+    assert check.ok and check.detail.startswith(f"dbrig {dbrig.__version__} (env "), check
 
     scenario["hosts"]["db1"]["python"] = "/usr/bin/python3"  # no dbrig for it
     path = write_scenario(tmp_path / "bare.yaml", scenario)

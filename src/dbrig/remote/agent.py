@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import shutil
@@ -332,35 +331,7 @@ def serve(requests: IO[bytes], responses: IO[bytes]) -> int:
     return 0
 
 
-PROBE_FLAG = "--probe"
-
-
-def probe_server(basedir: str | None) -> dict[str, Any]:
-    """What preflight asks before a run: this dbrig's version and the server it would run
-    (``python3 -m dbrig.remote.agent --probe [basedir]``, one JSON line on stdout)."""
-    answer: dict[str, Any] = {"version": dbrig.__version__}
-    try:
-        binary = find_server(Path(basedir) if basedir else None)
-    except DbrigError as exc:
-        answer["error"] = exc.message
-        answer["hint"] = exc.hint
-        return answer
-    answer["server"] = {
-        "mysqld": str(binary.mysqld),
-        "flavor": binary.flavor,
-        "version": binary.version,
-        "version_line": binary.version_line,
-        "install_db": str(binary.install_db) if binary.install_db else None,
-        "basedir": str(binary.basedir) if binary.basedir else None,
-    }
-    return answer
-
-
 def main() -> int:
-    if len(sys.argv) > 1 and sys.argv[1] == PROBE_FLAG:
-        basedir = sys.argv[2] if len(sys.argv) > 2 else None
-        print(json.dumps(probe_server(basedir)))
-        return 0
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s agent %(levelname)s %(message)s"
     )

@@ -391,6 +391,10 @@ class RemoteServerHandle:
             self._drop_agent()
             with contextlib.suppress(ServerError):
                 self._connect_agent()
+        elif self._agent is None and self.host is not None and not keep_data:
+            # A resumed run that did not use this server: its folder there still goes.
+            with contextlib.suppress(ServerError):
+                self._connect_agent()
         if self._agent is not None and not self._lost():
             with contextlib.suppress(ServerError):
                 self._save_logs(self.call("logs"))

@@ -31,9 +31,8 @@ from pathlib import Path
 import dbrig
 from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
-from dbrig.remote.agent import PROBE_FLAG
+from dbrig.remote.probe import PROBE_MODULE
 from dbrig.remote.server import (
-    AGENT_MODULE,
     BENCHMARK_USER,
     RemoteServerHandle,
     server_address,
@@ -325,7 +324,7 @@ def check_server_hosts(plan: Plan) -> dict[str, ServerBinary]:
         host = SshHost(target(plan.scenario, host_name))
         try:
             host.check_reachable()
-            found[name] = _probe_server_host(host, host_spec.python, spec.basedir)
+            found[name] = probe_server_host(host, host_spec.python, spec.basedir)
         except SshError as exc:
             key = server_key(plan, name, "host")
             raise ConfigError(f"{plan.source}: {key}: {exc.message}", hint=exc.hint) from None
@@ -337,10 +336,10 @@ def check_server_hosts(plan: Plan) -> dict[str, ServerBinary]:
     return found
 
 
-def _probe_server_host(host: SshHost, python: str, basedir: Path | None) -> ServerBinary:
-    """``python3 -m dbrig.remote.agent --probe`` there: dbrig's version and the server."""
+def probe_server_host(host: SshHost, python: str, basedir: Path | None) -> ServerBinary:
+    """``python3 -m dbrig.remote.probe`` there: dbrig's version and the server."""
     label = host.target.label
-    argv = [*shlex.split(python), "-m", AGENT_MODULE, PROBE_FLAG]
+    argv = [*shlex.split(python), "-m", PROBE_MODULE]
     code, output = host.run([*argv, *([str(basedir)] if basedir else [])], wrap=False)
     install = f"pip install dbrig=={dbrig.__version__} there"
     if code == SSH_FAILED:
@@ -351,12 +350,18 @@ def _probe_server_host(host: SshHost, python: str, basedir: Path | None) -> Serv
             hint=f"install python3 and dbrig {dbrig.__version__} there, or set "
             f"hosts.{host.name}.python to the Python that has it",
         )
-    if "No module named" in output:
+    if "No module named 'dbrig'" in output:
         raise ConfigError(f"{label}: dbrig is not installed for '{python}' there", hint=install)
+    if f"No module named {PROBE_MODULE}" in output:
+        raise ConfigError(
+            f"{label}: the dbrig there is older than {dbrig.__version__} (it has no "
+            f"{PROBE_MODULE}): the agent must be the same version",
+            hint=install,
+        )
     answer = _last_json_line(output)
     if answer is None:
         raise ConfigError(
-            f"{label}: '{python} -m {AGENT_MODULE}' failed: {connection_error(output)}"
+            f"{label}: '{python} -m {PROBE_MODULE}' failed: {connection_error(output)}"
         )
     if answer.get("version") != dbrig.__version__:
         raise ConfigError(
