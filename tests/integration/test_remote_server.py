@@ -80,13 +80,17 @@ class Watch(threading.Thread):
 
     def run(self) -> None:
         while not self.stop.is_set():
-            for p in psutil.process_iter():
-                self.cmdlines.add(_cmdline(p))
-            self._read_passwords()
-            if not self.killed and self._measuring():
-                time.sleep(1.0)
-                self._kill_server_master()
+            with contextlib.suppress(psutil.Error, OSError):  # processes come and go
+                self._look()
             time.sleep(0.1)
+
+    def _look(self) -> None:
+        for p in psutil.process_iter():
+            self.cmdlines.add(_cmdline(p))
+        self._read_passwords()
+        if not self.killed and self._measuring():
+            time.sleep(1.0)
+            self._kill_server_master()
 
     def _read_passwords(self) -> None:
         for file in [*Path("/tmp").glob("dbrig-secret-*/*"), *Path("/tmp").glob("*/dbrig-sec*/*")]:
