@@ -22,10 +22,13 @@ from dbrig.remote.server import (
     agent_target,
     located,
 )
-from dbrig.remote.ssh import SshHost
+from dbrig.remote.ssh import SshHost, SshTarget
+from dbrig.run.remote import _to_remote_server
 from dbrig.sampling import summarize_cell
 from dbrig.scenario import ManagedServer
+from dbrig.scenario.load import plan_from_dict
 from dbrig.scenario.model import HostSpec
+from dbrig.tools.registry import workload_for
 
 
 def test_a_request_is_one_line_and_decodes_back() -> None:
@@ -206,3 +209,38 @@ def test_a_remote_error_names_the_host_and_keeps_its_class() -> None:
     missing = located(ToolMissing("mariadbd or mysqld not found"), "db", where)
     assert missing.message == "server 'db' on db1: mariadbd or mysqld not found"
     assert located(ServerError(f"{where}: lost"), "db", where).message == f"{where}: lost"
+
+
+def test_a_remote_client_reaches_a_remote_server_on_its_own_host_by_loopback(
+    tmp_path: Path,
+) -> None:
+    """A client on the server's host connects to 127.0.0.1 there; on a third host, to
+    the server's address; the password only in the option file's text."""
+    plan = plan_from_dict({"name": "x", "workload": {"sysbench": {}}})
+    workload = workload_for(plan.scenario.workload)
+    db1 = SshHost(SshTarget("db1", "root@db1"))
+    load1 = SshHost(SshTarget("load1", "root@load1"))
+    handle = RemoteServerHandle(
+        "db",
+        ManagedServer(host="db1"),
+        tmp_path,
+        prefix=[],
+        address="10.0.0.5",
+        remote_home=".dbrig/r-db",
+        host=db1,
+    )
+    handle.port = 3307  # what the agent's open would answer
+    try:
+        beside = _to_remote_server(db1, handle, workload)
+        third = _to_remote_server(load1, handle, workload)
+        assert (beside.endpoint.host, beside.endpoint.port) == ("127.0.0.1", 3307)
+        assert (third.endpoint.host, third.endpoint.port) == ("10.0.0.5", 3307)
+        for run in (beside, third):
+            assert run.endpoint.user == "dbrig" and run.secret is not None
+            assert handle._password in run.secret.text
+            assert str(run.endpoint.client_options_file) == run.secret.path
+            argv = workload.run_argv(run.endpoint, Path("sysbench"), warmup=0)
+            assert handle._password not in " ".join(run.saved_argv(argv))
+    finally:
+        handle.close(keep_data=True)
+        load1.close()
