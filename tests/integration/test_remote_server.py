@@ -197,7 +197,7 @@ def test_a_server_host_without_dbrig_is_exit_2_and_the_dry_run_says_where(
     assert result.code == 0, result.err
     where = [ln for ln in result.out.splitlines() if ln.startswith("  server: on hosts.db1")]
     assert where and "clients connect to 127.0.0.1:" in where[0], result.out
-    assert "--mysql-host=<hosts.db1 address>" in result.out
+    assert "--mysql-host=<hosts.db1 address> --mysql-port=<the server's>" in result.out
 
     host = SshHost(host_target("db1", HostSpec(**scenario["hosts"]["db1"])))
     try:  # doctor --host's row for it (the whole doctor --host is test_remote_client's)

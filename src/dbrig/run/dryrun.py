@@ -58,7 +58,7 @@ def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
             yield f"  no server: {commands.workload.title} needs none (works in a folder {where})"
         yield from _prepare_lines(cell, commands.workload, endpoint, workload_binary, loads)
         if cell_host(cell) is None:
-            yield "  run: " + " ".join(proc.redact(commands.argv))
+            yield "  run: " + _shown(commands.argv, cell.scenario.server_specs[cell.server])
         else:  # the tool's name: its path there is found when the run connects
             binary = Path(commands.workload.info.binaries[0])
             remote = trial_commands(
@@ -130,8 +130,21 @@ def _prepare_lines(
             yield f"  data set {digest}: loaded {when}, first by {loaded.first_cell}'s trial"
         return
     for step in steps:
-        argv = " ".join(proc.redact(step.argv))
+        argv = _shown(step.argv, spec)
         yield f"  {step.name} ({when}, data set {digest}): {argv}"
+
+
+PORT_OPTIONS = ("--mysql-port", "--port")
+
+
+def _shown(argv: list[str], spec: ManagedServer | ExternalServer) -> str:
+    """The command as the dry run prints it: secrets redacted; a remote managed server's
+    port (chosen when it starts) as a placeholder."""
+    words = proc.redact(argv)
+    if isinstance(spec, ManagedServer) and spec.host is not None and spec.port is None:
+        zero = {f"{option}=0" for option in PORT_OPTIONS}
+        words = [w.replace("=0", "=<the server's>") if w in zero else w for w in words]
+    return " ".join(words)
 
 
 def _where_lines(plan: Plan, name: str) -> Iterator[str]:
