@@ -137,6 +137,8 @@ def test_a_managed_server_on_db1_runs_there_and_a_lost_connection_fails_one_tria
     )
     path = write_scenario(tmp_path / "s.yaml", scenario)
     out = tmp_path / "runs"
+    root_there = Path.home() / REMOTE_HOME_ROOT
+    root_existed = root_there.exists()
     watch = Watch(out)
     watch.start()
     try:
@@ -182,6 +184,7 @@ def test_a_managed_server_on_db1_runs_there_and_a_lost_connection_fails_one_tria
 
     remote_home = Path.home() / REMOTE_HOME_ROOT / f"{run.name}-default"
     assert not remote_home.exists(), "the server's folder on db1 is removed"
+    assert root_existed or not root_there.exists(), "~/.dbrig there goes when empty"
     assert not sshd.wait_sessions_gone(), "no process outlives the run on db1"
     assert _remote_servers(Path.home() / REMOTE_HOME_ROOT) == []
     assert not [p for p in psutil.process_iter() if AGENT_MODULE in _cmdline(p)]

@@ -117,8 +117,13 @@ class Agent:
         if self.handle is not None:
             raise ServerError(f"the agent already drives server '{self.handle.name}'")
         where = Path(home).expanduser()
-        where = where if where.is_absolute() else Path.home() / where
-        self._made = [p for p in (where, *where.parents) if not p.exists()]
+        if where.is_absolute():
+            self._made = [p for p in (where, *where.parents) if not p.exists()]
+        else:
+            # ~/.dbrig/...: dbrig's own folders (this agent's, or an earlier one's of the
+            # run); each goes at close when nothing else is in it.
+            where = Path.home() / where
+            self._made = [p for p in (where, *where.parents) if Path.home() in p.parents]
         where.mkdir(parents=True, exist_ok=True)
         if not ownership.is_owned(where):
             ownership.mark_owned(where, role="remote-server")  # refuses a folder not empty
