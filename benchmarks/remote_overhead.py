@@ -9,10 +9,16 @@ back through ssh, so its TPS carries the tunnel's cost (no network: loopback).
 The order is shuffled per repetition, so A and B alternate and drift of the
 shared host lands on both.
 
+``--side server``: the client stays here and the managed server moves instead
+(a matrix over ``server``: ``here``, or ``remote`` with ``host: load1``, run by
+dbrig's agent over the same sshd). Side B then pays the agent's sampling over ssh
+and the server's TCP port on 127.0.0.1 instead of the tunnel.
+
 Prints each repetition's TPS of both sides and the ratio B/A, then the ratio's
 median with its range and interquartile range.
 
     .venv/bin/python benchmarks/remote_overhead.py --rounds 6 --time 4 --threads 2
+    .venv/bin/python benchmarks/remote_overhead.py --side server --rounds 6 --time 4
 """
 
 from __future__ import annotations
@@ -53,6 +59,18 @@ def scenario(host_entry: dict, rounds: int, seconds: int, threads: int) -> dict:
     }
 
 
+def server_scenario(host_entry: dict, rounds: int, seconds: int, threads: int) -> dict:
+    """The same load, the client here; the server here (A) or on load1 through the agent (B)."""
+    data = scenario(host_entry, rounds, seconds, threads)
+    config = data.pop("server")["config"]
+    # load1's dbrig is this one: sshd gives its sessions no PYTHONPATH.
+    source = Path(__file__).resolve().parents[1] / "src"
+    data["hosts"]["load1"]["python"] = f"env PYTHONPATH={source} {sys.executable}"
+    data["servers"] = {"here": {"config": config}, "remote": {"config": config, "host": "load1"}}
+    data["matrix"] = {"server": ["here", "remote"]}
+    return data
+
+
 def run(data: dict, folder: Path) -> pd.DataFrame:
     path = folder / "s.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -70,27 +88,33 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--time", type=int, default=4, help="seconds measured per trial")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--side", choices=["client", "server"], default="client", help="which one goes remote"
+    )
     args = parser.parse_args()
+    build = server_scenario if args.side == "server" else scenario
+    factor = "server" if args.side == "server" else "workload.sysbench.host"
+    remote = "remote" if args.side == "server" else "load1"
     sshd = start_sshd()
     try:
         with tempfile.TemporaryDirectory(prefix="dbrig-bench-", dir="/tmp") as tmp:
-            data = scenario(sshd.hosts_entry(), args.rounds, args.time, args.threads)
+            data = build(sshd.hosts_entry(), args.rounds, args.time, args.threads)
             results = run(data, Path(tmp))
     finally:
         stop_sshd(sshd)
-    host = results["workload.sysbench.host"].fillna("here")
-    tps = results.assign(side=host).pivot(index="repetition", columns="side", values="tps")
+    side = results[factor].fillna("here")
+    tps = results.assign(side=side).pivot(index="repetition", columns="side", values="tps")
     ratios = []
     for repetition, row in tps.iterrows():
-        ratio = row["load1"] / row["here"]
+        ratio = row[remote] / row["here"]
         ratios.append(ratio)
         print(
             f"repetition {repetition}: here {row['here']:.0f} TPS, "
-            f"over ssh {row['load1']:.0f} TPS, ratio {ratio:.3f}"
+            f"{args.side} over ssh {row[remote]:.0f} TPS, ratio {ratio:.3f}"
         )
     quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
     print(
-        f"over ssh / here: median {statistics.median(ratios):.3f} "
+        f"{args.side} over ssh / here: median {statistics.median(ratios):.3f} "
         f"(range {min(ratios):.3f}-{max(ratios):.3f}, IQR {quartiles[0]:.3f}-{quartiles[2]:.3f}, "
         f"{len(ratios)} rounds, {args.threads} threads, {args.time} s each)"
     )

@@ -72,6 +72,16 @@ class Sshd:
             return []
         return [p for p in children if _alive(p)]
 
+    def runs(self, name: str) -> bool:
+        """A process called ``name`` runs in a session (one that just ended does not)."""
+        for process in self.session_processes():
+            try:
+                if process.name() == name:
+                    return True
+            except psutil.NoSuchProcess:
+                continue
+        return False
+
     def wait_sessions_gone(self, timeout: float = 15.0) -> list[str]:
         """Wait for every session to end; describe what is still there."""
         deadline = time.monotonic() + timeout

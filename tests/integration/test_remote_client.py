@@ -197,7 +197,7 @@ def kill_master_when_the_client_runs(sshd: Sshd, killed: list[int]) -> None:
     """Once sysbench runs under sshd, SIGKILL dbrig's master ssh connection (once)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if any(p.name() == "sysbench" for p in sshd.session_processes()):
+        if sshd.runs("sysbench"):
             time.sleep(1.0)
             for p in psutil.process_iter(["cmdline"]):
                 argv = p.info["cmdline"] or []
@@ -268,7 +268,7 @@ def test_sigkill_of_dbrig_stops_the_remote_client_and_the_next_run_cleans_up(
     path = write_scenario(tmp_path / "s.yaml", scenario)
 
     def remote_sysbench() -> bool:
-        return any(p.name() == "sysbench" for p in sshd.session_processes())
+        return sshd.runs("sysbench")
 
     args: list[str | Path] = ["run", path, "--out", tmp_path / "runs"]
     assert (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -14,8 +15,20 @@ from dbrig.errors import ConfigError, ServerError, ServerInitError, ToolMissing
 from dbrig.remote import protocol
 from dbrig.remote.agent import Agent, serve
 from dbrig.remote.samples import merge_remote_samples
-from dbrig.remote.server import AGENT_MODULE, agent_argv, located
+from dbrig.remote.server import (
+    AGENT_MODULE,
+    RemoteServerHandle,
+    agent_argv,
+    agent_target,
+    located,
+)
+from dbrig.remote.ssh import SshHost, SshTarget
+from dbrig.run.remote import _to_remote_server
 from dbrig.sampling import summarize_cell
+from dbrig.scenario import ManagedServer
+from dbrig.scenario.load import plan_from_dict
+from dbrig.scenario.model import HostSpec
+from dbrig.tools.registry import workload_for
 
 
 def test_a_request_is_one_line_and_decodes_back() -> None:
@@ -115,6 +128,40 @@ def test_the_agent_runs_here_without_a_prefix_and_as_python3_through_one() -> No
     assert agent_argv(prefix) == [*prefix, "python3", "-m", AGENT_MODULE]
 
 
+def test_over_ssh_the_agent_is_one_command_string_the_remote_shell_splits_back() -> None:
+    prefix = ["ssh", "-S", "/tmp/c/cm", "root@db1"]
+    argv = agent_argv(prefix, "env PYTHONPATH='/opt/my dbrig' /opt/py/bin/python", shell=True)
+    assert argv[: len(prefix)] == prefix and len(argv) == len(prefix) + 1
+    words = shlex.split(argv[-1])
+    python = ["env", "PYTHONPATH=/opt/my dbrig", "/opt/py/bin/python"]
+    assert words == ["exec", *python, "-m", AGENT_MODULE]
+
+
+def test_a_remote_servers_target_names_its_host_and_carries_no_secret(tmp_path: Path) -> None:
+    hosts = {"db1": HostSpec(ssh="root@db1", address="10.0.0.5", python="/opt/py/bin/python")}
+    spec = ManagedServer(host="db1")
+    target = agent_target("big", spec, tmp_path / "runs" / "r-1", hosts)
+    assert target is not None and target.ssh is not None
+    assert target.address == "10.0.0.5" and target.python == "/opt/py/bin/python"
+    assert target.remote_home == ".dbrig/r-1-big"
+    assert target.where == "server 'big' on hosts.db1 (root@db1)"
+    handle = RemoteServerHandle(
+        "big",
+        spec,
+        tmp_path / "local",
+        prefix=[],
+        address=target.address,
+        remote_home=target.remote_home,
+        host=SshHost(target.ssh),
+    )
+    try:
+        argv = agent_argv(handle.host.command_prefix(), target.python, shell=True)
+        assert handle._password not in " ".join(argv)
+    finally:
+        handle.close(keep_data=False)
+    assert agent_target("big", ManagedServer(), tmp_path, hosts) is None
+
+
 STAMP = "t_s,phase,interval_s"
 
 
@@ -162,3 +209,38 @@ def test_a_remote_error_names_the_host_and_keeps_its_class() -> None:
     missing = located(ToolMissing("mariadbd or mysqld not found"), "db", where)
     assert missing.message == "server 'db' on db1: mariadbd or mysqld not found"
     assert located(ServerError(f"{where}: lost"), "db", where).message == f"{where}: lost"
+
+
+def test_a_remote_client_reaches_a_remote_server_on_its_own_host_by_loopback(
+    tmp_path: Path,
+) -> None:
+    """A client on the server's host connects to 127.0.0.1 there; on a third host, to
+    the server's address; the password only in the option file's text."""
+    plan = plan_from_dict({"name": "x", "workload": {"sysbench": {}}})
+    workload = workload_for(plan.scenario.workload)
+    db1 = SshHost(SshTarget("db1", "root@db1"))
+    load1 = SshHost(SshTarget("load1", "root@load1"))
+    handle = RemoteServerHandle(
+        "db",
+        ManagedServer(host="db1"),
+        tmp_path,
+        prefix=[],
+        address="10.0.0.5",
+        remote_home=".dbrig/r-db",
+        host=db1,
+    )
+    handle.port = 3307  # what the agent's open would answer
+    try:
+        beside = _to_remote_server(db1, handle, workload)
+        third = _to_remote_server(load1, handle, workload)
+        assert (beside.endpoint.host, beside.endpoint.port) == ("127.0.0.1", 3307)
+        assert (third.endpoint.host, third.endpoint.port) == ("10.0.0.5", 3307)
+        for run in (beside, third):
+            assert run.endpoint.user == "dbrig" and run.secret is not None
+            assert handle._password in run.secret.text
+            assert str(run.endpoint.client_options_file) == run.secret.path
+            argv = workload.run_argv(run.endpoint, Path("sysbench"), warmup=0)
+            assert handle._password not in " ".join(run.saved_argv(argv))
+    finally:
+        handle.close(keep_data=True)
+        load1.close()

@@ -699,8 +699,8 @@ def test_a_managed_server_config_cannot_move_the_sandbox(tmp_path: Path, key: st
         plan_from_dict(raw, source="s.yaml")
 
 
-@pytest.mark.parametrize("path", ["server.basedir", "servers.a.kind"])
-def test_a_server_binary_or_kind_cannot_vary_in_the_matrix(path: str) -> None:
+@pytest.mark.parametrize("path", ["server.basedir", "servers.a.kind", "servers.a.host"])
+def test_a_server_binary_kind_or_host_cannot_vary_in_the_matrix(path: str) -> None:
     raw = {
         "name": "x",
         "servers": {"a": {}},
@@ -710,5 +710,33 @@ def test_a_server_binary_or_kind_cannot_vary_in_the_matrix(path: str) -> None:
     if path.startswith("server."):
         raw["server"] = raw.pop("servers")["a"]
         raw["matrix"].pop("server")
-    with pytest.raises(ConfigError, match="cannot vary: a server's binary and kind are fixed"):
+    with pytest.raises(ConfigError, match="cannot vary: a server's binary, kind and host are"):
         plan_from_dict(raw, source="s.yaml")
+
+
+@pytest.mark.parametrize("block", ["server", "servers"])
+def test_a_server_host_must_be_a_key_of_hosts(block: str) -> None:
+    server = {"host": "db2"}
+    raw = {
+        "name": "x",
+        "hosts": {"db1": {"ssh": "root@10.0.0.5"}},
+        "workload": {"sysbench": {}},
+        block: server if block == "server" else {"big": server},
+    }
+    key = "server.host" if block == "server" else "servers.big.host"
+    with pytest.raises(ConfigError) as raised:
+        plan_from_dict(raw, source="s.yaml")
+    assert f"{key}: 'db2' is not a key of hosts: (known: db1)" in raised.value.message
+    assert "\n" not in raised.value.message
+
+
+def test_a_managed_server_on_a_named_host_is_accepted() -> None:
+    raw = {
+        "name": "x",
+        "hosts": {"db1": {"ssh": "root@db1", "address": "10.0.0.5", "python": "/opt/d/bin/python"}},
+        "workload": {"sysbench": {}},
+        "server": {"host": "db1"},
+    }
+    plan = plan_from_dict(raw, source="s.yaml")
+    assert plan.scenario.server_specs["default"].host == "db1"
+    assert plan.scenario.hosts["db1"].python == "/opt/d/bin/python"

@@ -11,12 +11,13 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+import dbrig
 from dbrig.commands.console import out_console, print_line
 from dbrig.errors import EXIT_BAD_INPUT, ConfigError, DbrigError
 from dbrig.host import probe
 from dbrig.proc import which
 from dbrig.remote.ssh import SshError, SshHost, SshTarget
-from dbrig.run.remote import target
+from dbrig.run.remote import probe_server_host, target
 from dbrig.scenario import load
 from dbrig.server.binary import find_server
 from dbrig.server.sandbox import MAX_SOCKET_PATH
@@ -128,13 +129,15 @@ def remote_target(host: str, scenario: Path | None, port: int | None) -> SshTarg
     return target(plan_scenario, host)
 
 
-def remote_checks(host: SshHost) -> Iterator[Check]:
-    """What a client host offers: the connection, the tools, its CPUs and memory."""
+def remote_checks(host: SshHost, python: str = "python3") -> Iterator[Check]:
+    """What a host offers: the connection, the tools, dbrig's agent and the server (for
+    a managed server there), its CPUs and memory."""
     host.check_reachable()
     yield Check("ssh", True, f"{host.target.label}: connected, key accepted")
     for info, required in all_tools():
         yield _remote_tool(host, info, required)
     yield _remote_tool(host, TASKSET, required=False)
+    yield _remote_agent(host, python)
     _, output = host.run(["sh", "-c", _REMOTE_FACTS], wrap=False)
     facts = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
     yield Check("user", True, facts.get("user") or "?")
@@ -142,6 +145,17 @@ def remote_checks(host: SshHost) -> Iterator[Check]:
     kib = facts.get("mem_kib") or ""
     yield Check("memory", True, f"{int(kib) / 2**20:.1f} GiB" if kib.isdigit() else "?")
     yield Check("kernel", True, facts.get("kernel") or "?")
+
+
+def _remote_agent(host: SshHost, python: str) -> Check:
+    """What ``server.host`` needs there: this dbrig's agent and a server it finds."""
+    try:
+        binary = probe_server_host(host, python, None)
+    except ConfigError as exc:
+        detail = exc.message.removeprefix(f"{host.target.label}: ")
+        return Check("server agent", False, f"{detail} (for server.host)", required=False)
+    detail = f"dbrig {dbrig.__version__} ({python}), {binary.version_line}"
+    return Check("server agent", True, detail, required=False)
 
 
 TASKSET = ToolInfo(name="taskset", binaries=("taskset",), package="util-linux")
@@ -170,8 +184,9 @@ def _remote_tool(host: SshHost, info: ToolInfo, required: bool) -> Check:
     "--host",
     "host_name",
     metavar="HOST",
-    help="Check a remote client host over ssh instead: a key of --scenario's hosts:, "
-    "or an ssh destination (user@host, or a Host alias of ~/.ssh/config).",
+    help="Check a remote host over ssh instead (for clients, or a managed server with "
+    "server.host): a key of --scenario's hosts:, or an ssh destination (user@host, or a "
+    "Host alias of ~/.ssh/config).",
 )
 @click.option(
     "--scenario",
@@ -190,8 +205,11 @@ def doctor_command(
     t.add_column("result", overflow="fold")
     if host_name is not None:
         remote = SshHost(remote_target(host_name, scenario, port))
+        python = "python3"
+        if scenario is not None:
+            python = load(scenario).scenario.hosts[host_name].python
         try:
-            found = list(remote_checks(remote))
+            found = list(remote_checks(remote, python))
         except SshError as exc:
             raise ConfigError(f"--host: {exc.message}") from None
         finally:

@@ -62,6 +62,7 @@ class Agent:
         self.account: tuple[str, str] | None = None  # (user, password): never logged
         self.sampler: HostSampler | None = None
         self._lock: IO[str] | None = None
+        self._made: list[Path] = []  # the home and the parents open created, innermost first
         self.done = False
 
     def ops(self) -> dict[str, Callable[..., Any]]:
@@ -116,7 +117,13 @@ class Agent:
         if self.handle is not None:
             raise ServerError(f"the agent already drives server '{self.handle.name}'")
         where = Path(home).expanduser()
-        where = where if where.is_absolute() else Path.home() / where
+        if where.is_absolute():
+            self._made = [p for p in (where, *where.parents) if not p.exists()]
+        else:
+            # ~/.dbrig/...: dbrig's own folders (this agent's, or an earlier one's of the
+            # run); each goes at close when nothing else is in it.
+            where = Path.home() / where
+            self._made = [p for p in (where, *where.parents) if Path.home() in p.parents]
         where.mkdir(parents=True, exist_ok=True)
         if not ownership.is_owned(where):
             ownership.mark_owned(where, role="remote-server")  # refuses a folder not empty
@@ -209,6 +216,9 @@ class Agent:
             self.handle.close(keep_data)
             if not keep_data and self.home is not None:
                 ownership.remove_owned(self.home)
+                for parent in self._made[1:]:  # the folders open made, if nothing else is there
+                    with contextlib.suppress(OSError):
+                        parent.rmdir()
         self.done = True
 
     def stop_everything(self) -> None:

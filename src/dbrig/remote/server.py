@@ -20,11 +20,13 @@ import contextlib
 import os
 import queue
 import secrets
+import shlex
 import shutil
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -35,8 +37,10 @@ from dbrig import proc
 from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import DbrigError, ServerError
 from dbrig.remote import protocol
+from dbrig.remote.ssh import SshError, SshHost, SshTarget, remote_command, resolved_hostname
 from dbrig.sampling import SampleTiming
 from dbrig.scenario import ExternalServer, ManagedServer
+from dbrig.scenario.model import HostSpec
 from dbrig.server.external import write_secret
 
 AGENT_MODULE = "dbrig.remote.agent"
@@ -48,11 +52,15 @@ STOP_AGENT_GRACE_S = 150.0  # its server's clean shutdown first (Sandbox.stop wa
 _STDERR_TAIL = 3
 
 
-def agent_argv(prefix: list[str], python: str = "python3") -> list[str]:
+def agent_argv(prefix: list[str], python: str = "python3", *, shell: bool = False) -> list[str]:
     """The agent's command: through ``prefix`` on another host; without one, this very
-    interpreter (so a test runs the dbrig it is testing)."""
+    interpreter (so a test runs the dbrig it is testing). ``shell``: the prefix takes one
+    command string the remote shell splits (an ssh prefix); ``python`` is then a command
+    line of its own (``/opt/dbrig/bin/python``, ``sudo -n python3``)."""
     if not prefix:
         return [sys.executable, "-m", AGENT_MODULE]
+    if shell:
+        return [*prefix, remote_command([*shlex.split(python), "-m", AGENT_MODULE])]
     return [*prefix, python, "-m", AGENT_MODULE]
 
 
@@ -63,14 +71,27 @@ class AgentLost(ServerError):
 class AgentConnection:
     """One running agent: requests go to its stdin, answers come from its stdout."""
 
-    def __init__(self, prefix: list[str], where: str, stderr_log: Path, python: str) -> None:
+    def __init__(
+        self,
+        prefix: list[str],
+        where: str,
+        stderr_log: Path,
+        python: str,
+        *,
+        shell: bool = False,
+        connection_lost: Callable[[], str | None] | None = None,
+    ) -> None:
+        """``connection_lost``: why the transport is gone (an ssh connection that
+        dropped), or None: the first reason a lost agent gives."""
         self.where = where
+        self._connection_lost = connection_lost
         self.stderr_log = stderr_log
         self.lost: str | None = None
         self._lock = threading.Lock()
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         stderr_log.parent.mkdir(parents=True, exist_ok=True)
-        self._child = proc.spawn_piped(agent_argv(prefix, python), stderr=stderr_log)
+        argv = agent_argv(prefix, python, shell=shell)
+        self._child = proc.spawn_piped(argv, stderr=stderr_log)
         self._reader = threading.Thread(target=self._read, name="dbrig-agent-reader", daemon=True)
         self._reader.start()
         try:
@@ -118,6 +139,8 @@ class AgentConnection:
 
     def _lose(self, doing: str, why: str = "") -> NoReturn:
         """Record the lost connection (stopping the local end) and raise it."""
+        if not why and self._connection_lost is not None:
+            why = self._connection_lost() or ""
         why = why or self._stderr_tail() or "the agent exited"
         self.lost = protocol.one_line(
             f"{self.where}: the connection to its agent was lost (during {doing}): {why}"
@@ -202,10 +225,13 @@ class RemoteServerHandle:
         where: str | None = None,
         bind_address: str | None = None,
         python: str = "python3",
+        host: SshHost | None = None,
     ) -> None:
         """``home`` is the local folder (prepare outputs, the agent's log, the server's
         logs fetched back); ``remote_home`` the server's folder on its host (relative: to
-        the remote user's home); ``address`` where clients reach the server."""
+        the remote user's home); ``address`` where clients reach the server. With ``host``
+        the agent runs over that host's ssh connection (reopened after a loss, closed
+        with the handle) and ``prefix`` is not used."""
         self.name = name
         self.spec = spec
         self.home = home
@@ -215,6 +241,7 @@ class RemoteServerHandle:
         self.where = where or f"server '{name}' on {address}"
         self.bind_address = bind_address or ("127.0.0.1" if _loopback(address) else "0.0.0.0")
         self.python = python
+        self.host = host
         self.info: dict[str, Any] = {}
         self.port: int | None = None
         self._password = secrets.token_urlsafe(24)
@@ -241,7 +268,17 @@ class RemoteServerHandle:
         self._connections += 1
         log = self.home / f"agent-{self._connections}.log"
         self.home.mkdir(parents=True, exist_ok=True)
-        self._agent = AgentConnection(self.prefix, self.where, log, self.python)
+        if self.host is not None:
+            try:
+                self.host.connect()
+            except SshError as exc:
+                raise ServerError(f"{self.where}: {exc.message}", hint=exc.hint) from None
+            prefix = self.host.command_prefix()
+            self._agent = AgentConnection(
+                prefix, self.where, log, self.python, shell=True, connection_lost=self._ssh_lost
+            )
+        else:
+            self._agent = AgentConnection(self.prefix, self.where, log, self.python)
         opened = self._agent.call(
             "open",
             WORK_TIMEOUT_S,
@@ -252,6 +289,11 @@ class RemoteServerHandle:
             bind_address=self.bind_address,
         )
         self.port = int(opened["port"])
+
+    def _ssh_lost(self) -> str | None:
+        if self.host is None or self.host.is_connected():
+            return None
+        return f"the ssh connection to {self.host.target.label} was lost"
 
     def _lost(self) -> str | None:
         return self._agent.lost if self._agent is not None else None
@@ -349,12 +391,18 @@ class RemoteServerHandle:
             self._drop_agent()
             with contextlib.suppress(ServerError):
                 self._connect_agent()
+        elif self._agent is None and self.host is not None and not keep_data:
+            # A resumed run that did not use this server: its folder there still goes.
+            with contextlib.suppress(ServerError):
+                self._connect_agent()
         if self._agent is not None and not self._lost():
             with contextlib.suppress(ServerError):
                 self._save_logs(self.call("logs"))
             with contextlib.suppress(ServerError):
                 self.call("close", WORK_TIMEOUT_S, keep_data=keep_data)
         self._drop_agent()
+        if self.host is not None:
+            self.host.close()
         if self._secrets is not None:
             shutil.rmtree(self._secrets, ignore_errors=True)
             self._secrets = None
@@ -400,6 +448,7 @@ def _loopback(address: str) -> bool:
 
 
 LOCAL_AGENT_ENV = "DBRIG_LOCAL_AGENT"  # "1": managed servers run under a local agent (tests)
+REMOTE_HOME_ROOT = ".dbrig"  # under the remote user's home: <run folder>-<server>
 
 
 @dataclass(frozen=True)
@@ -409,16 +458,46 @@ class AgentTarget:
     prefix: list[str]  # the command prefix that runs a command on the server's host
     address: str  # where clients connect to the server
     remote_home: str  # the server's folder there (relative: to the remote user's home)
-    where: str  # for messages: "server 'db' on db1"
+    where: str  # for messages: "server 'db' on hosts.db1 (root@10.0.0.5)"
+    ssh: SshTarget | None = None  # the server's host (None: a local agent, ``prefix`` [])
+    python: str = "python3"  # the command line of the Python with dbrig there
+    host_name: str | None = field(default=None)  # its key under hosts:
 
 
-def agent_target(name: str, spec: ManagedServer, run_path: Path) -> AgentTarget | None:
+def host_target(name: str, spec: HostSpec) -> SshTarget:
+    """The ssh client's view of ``hosts.<name>``."""
+    options = {key: str(value) for key, value in spec.options.items()}
+    return SshTarget(name, spec.ssh, spec.port, options)
+
+
+def server_address(name: str, spec: HostSpec) -> str:
+    """Where clients reach a server on ``hosts.<name>``: its ``address:``, else the host
+    name ssh connects to (``ssh -G``: a Host alias resolves to its HostName)."""
+    return spec.address or resolved_hostname(host_target(name, spec))
+
+
+def agent_target(
+    name: str, spec: ManagedServer, run_path: Path, hosts: Mapping[str, HostSpec] | None = None
+) -> AgentTarget | None:
     """Where managed server ``name`` runs, when it runs under an agent; None: in-process.
 
-    The one place that decides it. Today only ``DBRIG_LOCAL_AGENT=1`` sends a managed
-    server to an agent, a local one (prefix ``[]``): the tests, and a way to measure what
-    the agent costs. A server on another host gets that host's ssh prefix here.
+    The one place that decides it. ``host:`` (a key of ``hosts``) runs the agent on that
+    host over ssh, its server in ``~/.dbrig/<run folder>-<name>`` there. Without it,
+    ``DBRIG_LOCAL_AGENT=1`` runs it under a local agent (prefix ``[]``): the tests, and
+    a way to measure what the agent costs.
     """
+    if spec.host is not None:
+        host_spec = (hosts or {})[spec.host]
+        ssh = host_target(spec.host, host_spec)
+        return AgentTarget(
+            prefix=[],
+            address=server_address(spec.host, host_spec),
+            remote_home=f"{REMOTE_HOME_ROOT}/{run_path.name}-{name}",
+            where=f"server '{name}' on {ssh.label}",
+            ssh=ssh,
+            python=host_spec.python,
+            host_name=spec.host,
+        )
     if os.environ.get(LOCAL_AGENT_ENV) != "1":
         return None
     return AgentTarget(

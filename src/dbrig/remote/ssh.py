@@ -142,6 +142,25 @@ def ssh_options(target: SshTarget, control_path: Path) -> list[str]:
     return argv
 
 
+def resolved_hostname(target: SshTarget) -> str:
+    """The host name ssh connects to for ``target`` (``ssh -G`` applies ~/.ssh/config:
+    a Host alias gives its HostName); the destination's host part if ssh cannot say."""
+    fallback = target.destination.rpartition("@")[2]
+    argv = [SSH, "-G"]
+    if target.port is not None:
+        argv += ["-p", str(target.port)]
+    for key, value in target.options.items():
+        argv += ["-o", f"{key}={value}"]
+    code, output = proc.capture([*argv, target.destination], timeout_s=QUICK_TIMEOUT_S)
+    if code != 0:
+        return fallback
+    for line in output.splitlines():
+        key, _, value = line.partition(" ")
+        if key.lower() == "hostname" and value.strip():
+            return value.strip()
+    return fallback
+
+
 def remote_command(argv: Sequence[str]) -> str:
     """One string the remote login shell splits back into ``argv`` exactly, and execs
     (the command takes the place of the shell: it leads the session's process group)."""

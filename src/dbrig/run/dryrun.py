@@ -9,6 +9,7 @@ from pathlib import Path
 from dbrig import proc
 from dbrig.endpoint import Endpoint
 from dbrig.run import faults
+from dbrig.remote.server import AGENT_MODULE, BENCHMARK_USER, REMOTE_HOME_ROOT, server_address
 from dbrig.run.commands import trial_commands
 from dbrig.run.datasets import data_set_id, prepare_steps, prepared_before_every_trial
 from dbrig.run.preflight import cell_endpoint, check_host, find_binaries
@@ -58,7 +59,7 @@ def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
             yield f"  no server: {commands.workload.title} needs none (works in a folder {where})"
         yield from _prepare_lines(cell, commands.workload, endpoint, workload_binary, loads)
         if cell_host(cell) is None:
-            yield "  run: " + " ".join(proc.redact(commands.argv))
+            yield "  run: " + _shown(commands.argv, cell.scenario.server_specs[cell.server])
         else:  # the tool's name: its path there is found when the run connects
             binary = Path(commands.workload.info.binaries[0])
             remote = trial_commands(
@@ -67,6 +68,7 @@ def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
             yield "  run: " + display_run(plan, cell, proc.redact(remote.argv))
         for interference in commands.interference:
             yield f"  {interference.role}: " + " ".join(proc.redact(interference.argv))
+        yield from _where_lines(plan, cell.server)
         yield from _server_lines(cell.scenario.server_specs[cell.server])
         rides_through = reconnects_itself(commands.workload)
         fault_lines = faults.describe(cell.scenario.faults, rides_through)
@@ -132,8 +134,37 @@ def _prepare_lines(
             yield f"  data set {digest}: loaded {when}, first by {loaded.first_cell}'s trial"
         return
     for step in steps:
-        argv = " ".join(proc.redact(step.argv))
+        argv = _shown(step.argv, spec)
         yield f"  {step.name} ({when}, data set {digest}): {argv}"
+
+
+PORT_OPTIONS = ("--mysql-port", "--port")
+
+
+def _shown(argv: list[str], spec: ManagedServer | ExternalServer) -> str:
+    """The command as the dry run prints it: secrets redacted; a remote managed server's
+    port (chosen when it starts) as a placeholder."""
+    words = proc.redact(argv)
+    if isinstance(spec, ManagedServer) and spec.host is not None and spec.port is None:
+        zero = {f"{option}=0" for option in PORT_OPTIONS}
+        words = [w.replace("=0", "=<the server's>") if w in zero else w for w in words]
+    return " ".join(words)
+
+
+def _where_lines(plan: Plan, name: str) -> Iterator[str]:
+    """Where a managed server on another host runs, and where its clients connect."""
+    spec = plan.scenario.server_specs[name]
+    if not isinstance(spec, ManagedServer) or spec.host is None:
+        return
+    host = plan.scenario.hosts[spec.host]
+    ssh = host.ssh + (f":{host.port}" if host.port else "")
+    address = server_address(spec.host, host)
+    port = spec.port or "<chosen then>"
+    yield (
+        f"  server: on hosts.{spec.host} ({ssh}) through dbrig's agent ({host.python} -m "
+        f"{AGENT_MODULE}), in ~/{REMOTE_HOME_ROOT}/<run folder>-{name}; clients connect to "
+        f"{address}:{port} as {BENCHMARK_USER} (127.0.0.1 from hosts.{spec.host} itself)"
+    )
 
 
 def _server_lines(config: ManagedServer | ExternalServer) -> Iterator[str]:

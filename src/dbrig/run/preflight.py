@@ -16,8 +16,9 @@ from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError, ToolMissing
 from dbrig.host import probe
 from dbrig.host import settings as host_settings
+from dbrig.remote.server import BENCHMARK_USER
 from dbrig.run.commands import trial_commands
-from dbrig.run.remote import ClientTool, check_client_hosts
+from dbrig.run.remote import ClientTool, check_client_hosts, check_server_hosts, remote_servers
 from dbrig.run.workdir import check_work_parent
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary, find_server
@@ -91,8 +92,12 @@ def check_host(
     needs_server = workload_for(plan.scenario.workload).needs_server
     if not needs_server:
         _check_work_directories(plan, out or Path(plan.scenario.out))
+    remote = remote_servers(plan) if needs_server else {}
+    _check_workspace(plan, remote)
     for name in sorted({c.server for c in plan.cells} if needs_server else ()):
         spec = plan.scenario.server_specs[name]
+        if name in remote:
+            continue  # its host's binaries: check_server_hosts, below
         if isinstance(spec, ManagedServer):
             binary = _server_binary(plan, spec, strict)
             if binary is not None:
@@ -102,7 +107,25 @@ def check_host(
     _check_system(plan, out or Path(plan.scenario.out))
     _check_disk(plan, out or Path(plan.scenario.out))
     _check_series_disk(plan, out or Path(plan.scenario.out))
+    if remote:
+        servers.update(check_server_hosts(plan))
     return servers
+
+
+def _check_workspace(plan: Plan, remote: dict[str, str]) -> None:
+    """A clone workspace holds datadirs of this machine: refused when every managed
+    server runs on another host (it would be made, and hold nothing)."""
+    if plan.scenario.workspace.image is None or not remote:
+        return
+    specs = plan.scenario.server_specs
+    local = [n for n in {c.server for c in plan.cells} if n not in remote]
+    if not any(isinstance(specs[n], ManagedServer) for n in local):
+        name, host = next(iter(remote.items()))
+        raise ConfigError(
+            f"{plan.source}: workspace.image: the clone workspace holds datadirs of this "
+            f"machine, and server '{name}' runs on hosts.{host}",
+            hint="remove workspace: (a remote server keeps its data in ~/.dbrig there)",
+        )
 
 
 def _check_client_cores(workload: WorkloadTool, cpu_count: int) -> None:
@@ -201,7 +224,8 @@ def managed_data_bytes(plan: Plan) -> int:
     for cell in plan.cells:
         workload = workload_for(cell.scenario.workload)
         spec = plan.scenario.server_specs[cell.server]
-        if isinstance(spec, ManagedServer) and isinstance(workload, SizedDataSet):
+        local = isinstance(spec, ManagedServer) and spec.host is None
+        if local and isinstance(workload, SizedDataSet):
             sizes[(cell.server, workload.data_set_key())] = workload.data_set_bytes()
     return sum(sizes.values()) + max(sizes.values(), default=0)
 
@@ -300,5 +324,13 @@ def display_endpoint(spec: ManagedServer | ExternalServer, database: str) -> End
             host=None if spec.socket else spec.host,
             port=None if spec.socket else spec.port,
             client_options_file=Path("<0600 option file>") if secret else None,
+        )
+    if spec.host is not None:  # the address and port are known when the run starts it
+        return Endpoint(
+            user=BENCHMARK_USER,
+            database=database,
+            host=f"<hosts.{spec.host} address>",
+            port=spec.port or 0,
+            client_options_file=Path("<0600 option file>"),
         )
     return Endpoint(user="root", database=database, socket="<sandbox>/mysqld.sock")

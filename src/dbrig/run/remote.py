@@ -19,14 +19,24 @@ before the tool's parser reads the output.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import dbrig
 from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
+from dbrig.remote.probe import PROBE_MODULE
+from dbrig.remote.server import (
+    BENCHMARK_USER,
+    RemoteServerHandle,
+    server_address,
+)
 from dbrig.remote.ssh import (
     SSH_FAILED,
     RemoteSecret,
@@ -37,7 +47,8 @@ from dbrig.remote.ssh import (
     new_secret,
 )
 from dbrig.run.workdir import WorkDirHandle
-from dbrig.scenario import Cell, ExternalServer, Plan, Scenario
+from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan, Scenario
+from dbrig.server.binary import ServerBinary
 from dbrig.server.handles import ExternalServerHandle, ServerHandle
 from dbrig.tools.base import WorkloadTool, client_cpus, client_host
 from dbrig.tools.registry import workload_for
@@ -99,6 +110,9 @@ def remote_run(
     if isinstance(server, WorkDirHandle):
         yield RemoteRun(host, server.endpoint(workload.database), None)
         return
+    if isinstance(server, RemoteServerHandle):
+        yield _to_remote_server(host, server, workload)
+        return
     port = server.sandbox.port
     assert port is not None, "the server is started before its clients"
     forwarded = host.forward_to_local(port)
@@ -108,6 +122,25 @@ def remote_run(
     finally:
         if host.is_connected():
             host.cancel_forward(forwarded, port)
+
+
+def _to_remote_server(
+    host: SshHost, server: RemoteServerHandle, workload: WorkloadTool
+) -> RemoteRun:
+    """A managed server on another host: its benchmark account, over TCP to 127.0.0.1
+    when the client runs on the server's own host, else to the server's address."""
+    credentials = server.credentials()
+    options = workload.client_options(credentials)
+    secret = new_secret(f"{workload.info.name}.cnf", options) if options else None
+    same_host = server.host is not None and server.host.target.name == host.target.name
+    endpoint = Endpoint(
+        user=credentials.user,
+        database=workload.database,
+        host="127.0.0.1" if same_host else server.address,
+        port=credentials.port,
+        client_options_file=Path(secret.path) if secret else None,
+    )
+    return RemoteRun(host, endpoint, secret)
 
 
 def _to_external(host: SshHost, server: ExternalServerHandle, workload: WorkloadTool) -> RemoteRun:
@@ -146,6 +179,18 @@ def display_endpoint(plan: Plan, cell: Cell) -> Endpoint:
             port=spec.port,
             client_options_file=Path("<0600 file on the client host>") if secret else None,
         )
+    if spec.host is not None:
+        same_host = spec.host == cell_host(cell)
+        address = (
+            "127.0.0.1" if same_host else server_address(spec.host, plan.scenario.hosts[spec.host])
+        )
+        return Endpoint(
+            user=BENCHMARK_USER,
+            database=workload.database,
+            host=address,
+            port=0,
+            client_options_file=Path("<0600 file on the client host>"),
+        )
     return Endpoint("root", workload.database, host="127.0.0.1", port=0)
 
 
@@ -153,7 +198,9 @@ def display_run(plan: Plan, cell: Cell, argv: list[str]) -> str:
     """The dry run's line for a remote cell's run (port 0: the forwarded port, chosen then)."""
     name = cell_host(cell)
     assert name is not None
-    text = " ".join(argv).replace("--mysql-port=0", "--mysql-port=<forwarded>")
+    spec = plan.scenario.server_specs[cell.server]
+    port = "<the server's>" if isinstance(spec, ManagedServer) and spec.host else "<forwarded>"
+    text = " ".join(argv).replace("--mysql-port=0", f"--mysql-port={port}")
     return f"ssh {plan.scenario.hosts[name].ssh} -- {text}"
 
 
@@ -248,3 +295,97 @@ def _check_reachable_servers(plan: Plan, name: str, cells: list[Cell]) -> None:
                 "reach a unix socket of this machine",
                 hint="give the server's host and port instead",
             )
+
+
+# -- managed servers on other hosts ------------------------------------------------------------
+
+
+def remote_servers(plan: Plan) -> dict[str, str]:
+    """The cells' managed servers that run on another host: server name -> host name."""
+    specs = plan.scenario.server_specs
+    used = sorted({c.server for c in plan.cells})
+    return {n: spec.host for n in used if isinstance(spec := specs[n], ManagedServer) and spec.host}
+
+
+def server_key(plan: Plan, name: str, key: str) -> str:
+    """``servers.<name>.<key>``, or ``server.<key>`` for the single ``server:`` block."""
+    return f"servers.{name}.{key}" if plan.scenario.servers else f"server.{key}"
+
+
+def check_server_hosts(plan: Plan) -> dict[str, ServerBinary]:
+    """Every managed server's host answers over ssh and has python3, this dbrig's version
+    and the server binaries (what the agent will find there); each server's binary, by
+    server name. One line naming the key and the host otherwise (nothing has started)."""
+    found: dict[str, ServerBinary] = {}
+    for name, host_name in remote_servers(plan).items():
+        spec = plan.scenario.server_specs[name]
+        assert isinstance(spec, ManagedServer)
+        host_spec = plan.scenario.hosts[host_name]
+        host = SshHost(target(plan.scenario, host_name))
+        try:
+            host.check_reachable()
+            found[name] = probe_server_host(host, host_spec.python, spec.basedir)
+        except SshError as exc:
+            key = server_key(plan, name, "host")
+            raise ConfigError(f"{plan.source}: {key}: {exc.message}", hint=exc.hint) from None
+        except ConfigError as exc:
+            key = server_key(plan, name, "host")
+            raise ConfigError(f"{plan.source}: {key}: {exc.message}", hint=exc.hint) from None
+        finally:
+            host.close()
+    return found
+
+
+def probe_server_host(host: SshHost, python: str, basedir: Path | None) -> ServerBinary:
+    """``python3 -m dbrig.remote.probe`` there: dbrig's version and the server."""
+    label = host.target.label
+    argv = [*shlex.split(python), "-m", PROBE_MODULE]
+    code, output = host.run([*argv, *([str(basedir)] if basedir else [])], wrap=False)
+    install = f"pip install dbrig=={dbrig.__version__} there"
+    if code == SSH_FAILED:
+        raise SshError(f"{label}: lost the connection: {connection_error(output)}")
+    if code == 127:
+        raise ConfigError(
+            f"{label}: '{python}' not found there",
+            hint=f"install python3 and dbrig {dbrig.__version__} there, or set "
+            f"hosts.{host.name}.python to the Python that has it",
+        )
+    if "No module named 'dbrig'" in output:
+        raise ConfigError(f"{label}: dbrig is not installed for '{python}' there", hint=install)
+    if f"No module named {PROBE_MODULE}" in output:
+        raise ConfigError(
+            f"{label}: the dbrig there is older than {dbrig.__version__} (it has no "
+            f"{PROBE_MODULE}): the agent must be the same version",
+            hint=install,
+        )
+    answer = _last_json_line(output)
+    if answer is None:
+        raise ConfigError(
+            f"{label}: '{python} -m {PROBE_MODULE}' failed: {connection_error(output)}"
+        )
+    if answer.get("version") != dbrig.__version__:
+        raise ConfigError(
+            f"{label}: dbrig {answer.get('version')} there, {dbrig.__version__} here "
+            "(the agent must be the same version)",
+            hint=install,
+        )
+    if "error" in answer:
+        raise ConfigError(f"{label}: {answer['error']}", hint=answer.get("hint"))
+    server = answer["server"]
+    return ServerBinary(
+        mysqld=Path(server["mysqld"]),
+        flavor=server["flavor"],
+        version=server["version"],
+        version_line=server["version_line"],
+        install_db=Path(server["install_db"]) if server["install_db"] else None,
+        basedir=Path(server["basedir"]) if server["basedir"] else None,
+    )
+
+
+def _last_json_line(output: str) -> dict | None:
+    for line in reversed(output.strip().splitlines()):
+        with contextlib.suppress(ValueError):
+            value = json.loads(line)
+            if isinstance(value, dict):
+                return value
+    return None

@@ -31,6 +31,7 @@ from dbrig.host import probe
 from dbrig.host import settings as host_settings
 from dbrig.metrics import progress_line
 from dbrig.remote.server import RemoteServerHandle, agent_target
+from dbrig.remote.ssh import SshHost
 from dbrig.run.commands import DEFAULT_EVENTS_TIMEOUT_S
 from dbrig.run.datasets import NO_SERVER, AnyHandle
 from dbrig.run.preflight import Toolbox, datadir_device
@@ -109,7 +110,7 @@ class Runner:
             home = self.run.path / "servers" / name
             if isinstance(spec, ExternalServer):
                 self.servers[name] = ExternalServerHandle(name, spec, home)
-            elif target := agent_target(name, spec, self.run.path):
+            elif target := agent_target(name, spec, self.run.path, self.plan.scenario.hosts):
                 self.servers[name] = RemoteServerHandle(
                     name,
                     spec,
@@ -118,6 +119,8 @@ class Runner:
                     address=target.address,
                     remote_home=target.remote_home,
                     where=target.where,
+                    python=target.python,
+                    host=SshHost(target.ssh) if target.ssh is not None else None,
                 )
             else:
                 binary = self.tools.servers[name]

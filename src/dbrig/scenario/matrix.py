@@ -274,10 +274,11 @@ def check_path(path: str, raw: Mapping[str, Any], source: str) -> None:
     if path in ("matrix", "repeat", "order", "seed", "out", "name") or path.startswith("matrix."):
         raise ConfigError(f"{source}: matrix: '{path}' cannot vary within a run")
     parts = path.split(".")
-    if parts[-1] in ("basedir", "kind") and parts[0] in ("server", "servers"):
+    if parts[-1] in ("basedir", "kind", "host") and parts[0] in ("server", "servers"):
         raise ConfigError(
-            f"{source}: matrix: '{path}' cannot vary: a server's binary and kind are fixed; "
-            "name one server per binary under servers: and put 'server' in the matrix"
+            f"{source}: matrix: '{path}' cannot vary: a server's binary, kind and host are "
+            "fixed; name one server per binary or host under servers: and put 'server' in "
+            "the matrix"
         )
     annotation: Any = Scenario
     for i, part in enumerate(parts):

@@ -66,6 +66,11 @@ class ManagedServer(_Frozen):
     )
     port: int | None = Field(None, ge=1024, le=65535, description="fixed TCP port on 127.0.0.1")
     startup_timeout: float = Field(120.0, gt=0, description="seconds to wait for it to answer")
+    host: str | None = Field(
+        None,
+        description="run it on this host (a key of hosts:), through dbrig's agent there; "
+        "default: this machine",
+    )
 
     @field_validator("config")
     @classmethod
@@ -122,6 +127,18 @@ class HostSpec(_Frozen):
     options: dict[str, str | int] = Field(
         default_factory=dict,
         description="extra ssh -o options, e.g. {IdentityFile: ~/.ssh/bench, ProxyJump: bastion}",
+    )
+    address: str | None = Field(
+        None,
+        pattern=r"^[^\s]+$",
+        description="where clients reach a managed server on this host (default: the host "
+        "name of ssh, as ssh -G resolves it)",
+    )
+    python: str = Field(
+        "python3",
+        min_length=1,
+        description="the command that runs the Python with dbrig installed there (split "
+        "like a shell line, e.g. /opt/dbrig/bin/python)",
     )
 
     @field_validator("options")
@@ -430,6 +447,17 @@ class Scenario(_Frozen):
             raise ValueError(
                 f"workload.{tool.key}.host: '{host}' is not a key of hosts: (known: {known})"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _server_host_is_named(self) -> Scenario:
+        named = self.servers or ({"": self.server} if self.server is not None else {})
+        for name, spec in named.items():
+            host = getattr(spec, "host", None) if isinstance(spec, ManagedServer) else None
+            if host is not None and host not in self.hosts:
+                key = f"servers.{name}.host" if name else "server.host"
+                known = ", ".join(sorted(self.hosts)) or "none: add a hosts: block"
+                raise ValueError(f"{key}: '{host}' is not a key of hosts: (known: {known})")
         return self
 
     @property
