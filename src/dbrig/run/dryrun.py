@@ -8,8 +8,8 @@ from pathlib import Path
 
 from dbrig import proc
 from dbrig.endpoint import Endpoint
-from dbrig.run import faults
 from dbrig.remote.server import AGENT_MODULE, BENCHMARK_USER, REMOTE_HOME_ROOT, server_address
+from dbrig.run import faults
 from dbrig.run.commands import trial_commands
 from dbrig.run.datasets import data_set_id, prepare_steps, prepared_before_every_trial
 from dbrig.run.preflight import cell_endpoint, check_host, find_binaries
