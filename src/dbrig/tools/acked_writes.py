@@ -49,11 +49,11 @@ from typing import ClassVar, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from dbrig.endpoint import Credentials, Endpoint
+from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
 from dbrig.metrics import Metric, produced_by
 from dbrig.tools import sysbench
-from dbrig.tools.base import CLIENT_CPUS, ClientPlacement, Outcome, ServerWorkload, ToolInfo
+from dbrig.tools.base import CLIENT_CPUS, ClientPlacement, Outcome, ToolInfo
 
 INFO = ToolInfo(name="sysbench", binaries=("sysbench",), package="sysbench")
 LUA_SCRIPT = Path(__file__).parent / "lua" / "acked_writes.lua"
@@ -268,7 +268,7 @@ def loss_reason(count: LossCount, fail_on_loss: bool, files: int) -> str | None:
 
 
 @dataclass(frozen=True)
-class AckedWritesTool(ServerWorkload):
+class AckedWritesTool(sysbench.LuaScriptWorkload):
     """The acknowledged-writes workload as a :class:`~dbrig.tools.base.WorkloadTool` and a
     :class:`~dbrig.tools.base.ClientLogWorkload`."""
 
@@ -291,9 +291,6 @@ class AckedWritesTool(ServerWorkload):
     def inputs(self) -> dict[str, Path]:
         return {}
 
-    def live_interval(self, text_tail: str) -> dict[str, float] | None:
-        return sysbench.latest_interval(text_tail)
-
     @property
     def interval_s(self) -> float | None:
         """Seconds between interval lines: the faults' throughput recovery reads them."""
@@ -302,22 +299,10 @@ class AckedWritesTool(ServerWorkload):
     def data_set_key(self) -> tuple:
         return ("acked_writes", self.params.db, self.params.engine.lower())
 
-    def prepare_argv(self, endpoint: Endpoint, binary: Path) -> list[str]:
-        return build_command(self.params, endpoint, "prepare", binary=str(binary))
-
-    def cleanup_argv(self, endpoint: Endpoint, binary: Path) -> list[str]:
-        return build_command(self.params, endpoint, "cleanup", binary=str(binary))
-
-    def client_options(self, credentials: Credentials) -> str | None:
-        if not credentials.password:
-            return None
-        return sysbench.client_options_text(credentials.password)
-
-    def run_argv(self, endpoint: Endpoint, binary: Path, warmup: int) -> list[str]:
-        return build_command(self.params, endpoint, "run", binary=str(binary), warmup=warmup)
-
-    def expected_seconds(self, warmup: int) -> float | None:
-        return float(self.params.time + warmup)
+    def script_command(
+        self, endpoint: Endpoint, command: Command, binary: Path, warmup: int = 0
+    ) -> list[str]:
+        return build_command(self.params, endpoint, command, binary=str(binary), warmup=warmup)
 
     def analyse(self, output: str, returncode: int) -> Outcome:
         result = sysbench.parse(output)

@@ -86,7 +86,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import pandas as pd
 from pydantic import (
@@ -103,7 +103,14 @@ from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
 from dbrig.metrics import Metric, produced_by
 from dbrig.tools import sysbench_hw as hw
-from dbrig.tools.base import CLIENT_CPUS, CLIENT_HOST, ClientPlacement, Outcome, ToolInfo
+from dbrig.tools.base import (
+    CLIENT_CPUS,
+    CLIENT_HOST,
+    ClientPlacement,
+    Outcome,
+    ServerWorkload,
+    ToolInfo,
+)
 from dbrig.util.units import parse_size
 
 INFO = ToolInfo(name="sysbench", binaries=("sysbench",), package="sysbench")
@@ -1093,3 +1100,34 @@ def latest_interval(text_tail: str) -> dict[str, float] | None:
     else:
         values["percentile"] = float(result.percentile)
     return values
+
+
+class LuaScriptWorkload(ServerWorkload):
+    """A workload written as a sysbench Lua script shipped in the package (tpcc,
+    acked_writes): sysbench's interval lines, password file and ``time`` limit. A subclass
+    gives its script's command line (:meth:`script_command`) and what is its own."""
+
+    params: Any  # the tool's own model, with ``time``
+
+    def script_command(
+        self, endpoint: Endpoint, command: Command, binary: Path, warmup: int = 0
+    ) -> list[str]:
+        raise NotImplementedError
+
+    def live_interval(self, text_tail: str) -> dict[str, float] | None:
+        return latest_interval(text_tail)  # the scripts print sysbench's interval lines
+
+    def prepare_argv(self, endpoint: Endpoint, binary: Path) -> list[str]:
+        return self.script_command(endpoint, "prepare", binary)
+
+    def cleanup_argv(self, endpoint: Endpoint, binary: Path) -> list[str]:
+        return self.script_command(endpoint, "cleanup", binary)
+
+    def client_options(self, credentials: Credentials) -> str | None:
+        return client_options_text(credentials.password) if credentials.password else None
+
+    def run_argv(self, endpoint: Endpoint, binary: Path, warmup: int) -> list[str]:
+        return self.script_command(endpoint, "run", binary, warmup)
+
+    def expected_seconds(self, warmup: int) -> float | None:
+        return float(self.params.time + warmup)

@@ -41,7 +41,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from dbrig.endpoint import Credentials, Endpoint
+from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
 from dbrig.metrics import Metric, produced_by
 from dbrig.tools import sysbench
@@ -50,7 +50,6 @@ from dbrig.tools.base import (
     CLIENT_HOST,
     ClientPlacement,
     Outcome,
-    ServerWorkload,
     ToolInfo,
 )
 
@@ -320,7 +319,7 @@ def evaluate_consistency(counts: Mapping[str, int]) -> tuple[dict[str, float], s
 
 
 @dataclass(frozen=True)
-class TpccTool(ServerWorkload):
+class TpccTool(sysbench.LuaScriptWorkload):
     """The TPC-C-like workload as a :class:`~dbrig.tools.base.WorkloadTool`."""
 
     params: TpccParams
@@ -338,32 +337,17 @@ class TpccTool(ServerWorkload):
     def database(self) -> str:
         return self.params.db
 
-    def live_interval(self, text_tail: str) -> dict[str, float] | None:
-        return sysbench.latest_interval(text_tail)  # tpcc.lua prints sysbench's interval lines
-
     def data_set_key(self) -> tuple:
         p = self.params
         return ("tpcc", p.db, p.warehouses, p.engine.lower(), p.foreign_keys)
 
+    def script_command(
+        self, endpoint: Endpoint, command: Command, binary: Path, warmup: int = 0
+    ) -> list[str]:
+        return build_command(self.params, endpoint, command, binary=str(binary), warmup=warmup)
+
     def data_set_bytes(self) -> int:
         return data_set_bytes(self.params)
-
-    def prepare_argv(self, endpoint: Endpoint, binary: Path) -> list[str]:
-        return build_command(self.params, endpoint, "prepare", binary=str(binary))
-
-    def cleanup_argv(self, endpoint: Endpoint, binary: Path) -> list[str]:
-        return build_command(self.params, endpoint, "cleanup", binary=str(binary))
-
-    def client_options(self, credentials: Credentials) -> str | None:
-        if not credentials.password:
-            return None
-        return sysbench.client_options_text(credentials.password)
-
-    def run_argv(self, endpoint: Endpoint, binary: Path, warmup: int) -> list[str]:
-        return build_command(self.params, endpoint, "run", binary=str(binary), warmup=warmup)
-
-    def expected_seconds(self, warmup: int) -> float | None:
-        return float(self.params.time + warmup)
 
     def analyse(self, output: str, returncode: int) -> Outcome:
         result = parse(output)
