@@ -89,6 +89,7 @@ _die_with_parent: tuple[str, ...] | None = None  # None until probed
 _probe_lock = threading.Lock()
 _live: dict[int, subprocess.Popen] = {}
 _live_lock = threading.Lock()
+_reap_lock = threading.RLock()  # a reap and the recording of its status, as one step
 
 
 def _die_with_parent_argv() -> tuple[str, ...]:
@@ -193,16 +194,24 @@ class Child:
         return done
 
     def _reap(self, flags: int) -> None:
-        try:
-            pid, status, usage = os.wait4(self.pid, flags)
-        except ChildProcessError:
-            self._reaped_elsewhere()
-            return
-        if pid == 0:
-            return
-        self._finish(
-            os.waitstatus_to_exitcode(status), user_cpu_s=usage.ru_utime, sys_cpu_s=usage.ru_stime
-        )
+        # Under _reap_lock, reaping and recording the status are one step: a thread waiting
+        # on this child beside stop_all (or another waiter) finds the status recorded,
+        # never a child gone with no status.
+        with _reap_lock:
+            if self._finished is not None:
+                return
+            try:
+                pid, status, usage = os.wait4(self.pid, flags)
+            except ChildProcessError:
+                self._reaped_elsewhere()
+                return
+            if pid == 0:
+                return
+            self._finish(
+                os.waitstatus_to_exitcode(status),
+                user_cpu_s=usage.ru_utime,
+                sys_cpu_s=usage.ru_stime,
+            )
 
     def _reaped_elsewhere(self) -> None:
         """The child is gone but not reaped here: its status is known only if the reaper
@@ -486,6 +495,11 @@ def _alive(popen: subprocess.Popen) -> bool:
 
 def _reap_recording(popen: subprocess.Popen, flags: int) -> bool:
     """Reap ``popen`` if it has exited, keeping its status on it for Child._reap; True if gone."""
+    with _reap_lock:
+        return _reap_recording_held(popen, flags)
+
+
+def _reap_recording_held(popen: subprocess.Popen, flags: int) -> bool:
     if popen.returncode is not None:
         return True
     try:

@@ -186,6 +186,29 @@ def test_capture_runs_as_a_registered_child_that_stop_all_stops(tmp_path):
     assert result == [(-signal.SIGTERM, "")]
 
 
+def test_two_threads_reaping_one_child_both_get_its_status(monkeypatch):
+    """Seen in CI under two test workers: a waiter that lost the reap to another thread
+    found the child gone before its status was recorded, and reported it lost."""
+    real_wait4 = os.wait4
+
+    def slow_wait4(pid: int, flags: int):
+        reaped = real_wait4(pid, flags)
+        if reaped[0] != 0:
+            time.sleep(0.3)  # between the reap and the recording of its status
+        return reaped
+
+    child = proc.spawn(["sh", "-c", "exit 3"])
+    wait_for("the child to exit", lambda: psutil.Process(child.pid).status() == "zombie", timeout=5)
+    monkeypatch.setattr(os, "wait4", slow_wait4)
+    first = threading.Thread(target=child.poll)
+    first.start()
+    time.sleep(0.1)
+    second = child.poll()
+    first.join(5)
+    assert second is not None and not second.reaped_elsewhere
+    assert second.returncode == 3
+
+
 def test_capture_past_its_timeout_is_minus_1_and_its_group_is_killed(tmp_path):
     pid_file = tmp_path / "pid"
     argv = ["sh", "-c", f"echo $$ > {pid_file}; sleep 30 & wait"]
