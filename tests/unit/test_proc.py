@@ -178,7 +178,8 @@ def test_capture_runs_as_a_registered_child_that_stop_all_stops(tmp_path):
     pid = wait_for(
         "the pid file", lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=5
     )
-    assert int(pid) in proc.live_children()
+    # The child may write its pid before the thread that started it has registered it.
+    wait_for("the child's registration", lambda: int(pid) in proc.live_children(), timeout=5)
     assert os.getpgid(int(pid)) == int(pid)
     proc.stop_all(grace_s=2)
     thread.join(5)
