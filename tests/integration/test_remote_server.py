@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import sys
 import threading
 import time
@@ -23,12 +24,14 @@ from dbrig.commands.doctor import _remote_agent as doctor_agent_check
 from dbrig.remote.server import AGENT_MODULE, REMOTE_HOME_ROOT, host_target
 from dbrig.remote.ssh import SshHost
 from dbrig.scenario.model import HostSpec
+from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
     TINY_SCENARIO,
     one_error_line,
     only_run_dir,
     read_json,
     run_main,
+    sigkill_dbrig_mid_trial,
     tiny_scenario,
     write_scenario,
 )
@@ -189,6 +192,30 @@ def test_a_managed_server_on_db1_runs_there_and_a_lost_connection_fails_one_tria
     assert _remote_servers(Path.home() / REMOTE_HOME_ROOT) == []
     assert not [p for p in psutil.process_iter() if AGENT_MODULE in _cmdline(p)]
     assert not list(short_tmp.glob("dbrig-ssh-*")), "the control folders are removed"
+
+
+def test_sigkill_of_dbrig_stops_the_server_and_the_agent_on_db1(
+    tmp_path: Path, short_tmp: Path, sshd: Sshd
+) -> None:
+    """dbrig is SIGKILLed mid-trial: its ssh child dies with it (parent-death signal),
+    sshd closes the session, the agent reads EOF and stops the server it started."""
+    workload = {"sysbench": {**TINY_SCENARIO["workload"]["sysbench"], "time": 30}}
+    path = write_scenario(tmp_path / "s.yaml", remote_server_scenario(sshd, workload=workload))
+    left_here = sigkill_dbrig_mid_trial(["run", path, "--out", tmp_path / "runs"], tmp_path)
+    assert left_here == []
+
+    def still_on_db1() -> list[int]:
+        agents = [p.pid for p in psutil.process_iter() if AGENT_MODULE in _cmdline(p)]
+        return agents + _remote_servers(Path.home() / REMOTE_HOME_ROOT)
+
+    wait_for("db1's agent and server to stop", lambda: not still_on_db1(), timeout=60)
+    assert not sshd.wait_sessions_gone(), "no process outlives dbrig on db1"
+    run = only_run_dir(tmp_path / "runs")
+    remote_home = Path.home() / REMOTE_HOME_ROOT / f"{run.name}-default"
+    assert remote_home.is_dir(), "the server ran on db1; its folder stays for --resume"
+    shutil.rmtree(remote_home)
+    with contextlib.suppress(OSError):
+        remote_home.parent.rmdir()  # ~/.dbrig, when this test made it
 
 
 def test_a_server_host_without_dbrig_is_exit_2_and_the_dry_run_says_where(
