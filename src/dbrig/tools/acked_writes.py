@@ -44,7 +44,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -63,7 +63,6 @@ THREAD_SPAN = 2**40  # ids per thread, as in the script
 LOOKUP_BATCH = 1000  # acknowledged ids per lookup query
 MAX_THREADS = 4095  # ids stay below 2**52: exact in the script's Lua doubles
 MAX_PAYLOAD = 4096  # the payload column's VARCHAR length
-Command = Literal["prepare", "run", "cleanup"]
 
 
 class AckedWritesParams(ClientPlacement):
@@ -97,7 +96,7 @@ class AckedWritesParams(ClientPlacement):
 def build_command(
     params: AckedWritesParams,
     endpoint: Endpoint,
-    command: Command,
+    command: sysbench.Command,
     *,
     binary: str = "sysbench",
     warmup: int = 0,
@@ -110,14 +109,9 @@ def build_command(
         options = []
     else:
         raise ConfigError(f"unknown acked_writes command {command!r}")
-    return [
-        binary,
-        str(script),
-        command,
-        *sysbench.connection_options(params.db, endpoint),
-        f"--engine={params.engine}",
-        *options,
-    ]
+    return sysbench.lua_script_argv(
+        binary, script, command, params.db, endpoint, f"--engine={params.engine}", *options
+    )
 
 
 def _run_options(params: AckedWritesParams, warmup: int) -> list[str]:
@@ -300,7 +294,7 @@ class AckedWritesTool(sysbench.LuaScriptWorkload):
         return ("acked_writes", self.params.db, self.params.engine.lower())
 
     def script_command(
-        self, endpoint: Endpoint, command: Command, binary: Path, warmup: int = 0
+        self, endpoint: Endpoint, command: sysbench.Command, binary: Path, warmup: int = 0
     ) -> list[str]:
         return build_command(self.params, endpoint, command, binary=str(binary), warmup=warmup)
 

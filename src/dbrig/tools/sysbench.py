@@ -1102,6 +1102,13 @@ def latest_interval(text_tail: str) -> dict[str, float] | None:
     return values
 
 
+def lua_script_argv(
+    binary: str, script: Path, command: Command, db: str, endpoint: Endpoint, *options: str
+) -> list[str]:
+    """``sysbench SCRIPT COMMAND``, the connection to ``db``, then the script's own options."""
+    return [binary, str(script), command, *connection_options(db, endpoint), *options]
+
+
 class LuaScriptWorkload(ServerWorkload):
     """A workload written as a sysbench Lua script shipped in the package (tpcc,
     acked_writes): sysbench's interval lines, password file and ``time`` limit. A subclass

@@ -37,7 +37,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -61,7 +61,6 @@ TERMINALS_PER_WAREHOUSE = 10  # clause 4.2.2: ten terminals per warehouse
 # Deadlock, lock wait timeout, and MariaDB's "record has changed since last read" (its
 # snapshot isolation, on by default from 11.6): the script rolls back and retries them.
 RETRIED_ERRORS = (1213, 1205, 1020)
-Command = Literal["prepare", "run", "cleanup"]
 
 # Measured on this project's machine (MariaDB 10.11, InnoDB, 16 KiB pages; the schema
 # folder's size with du after loading W = 1, 2, 4 by benchmarks/tpcc_load.py): 140 MiB
@@ -114,7 +113,7 @@ def data_set_bytes(params: TpccParams) -> int:
 def build_command(
     params: TpccParams,
     endpoint: Endpoint,
-    command: Command,
+    command: sysbench.Command,
     *,
     binary: str = "sysbench",
     warmup: int = 0,
@@ -129,14 +128,9 @@ def build_command(
         options = []
     else:
         raise ConfigError(f"unknown tpcc command {command!r}")
-    return [
-        binary,
-        str(script),
-        command,
-        *sysbench.connection_options(params.db, endpoint),
-        *_schema_options(params),
-        *options,
-    ]
+    return sysbench.lua_script_argv(
+        binary, script, command, params.db, endpoint, *_schema_options(params), *options
+    )
 
 
 def _schema_options(params: TpccParams) -> list[str]:
@@ -342,7 +336,7 @@ class TpccTool(sysbench.LuaScriptWorkload):
         return ("tpcc", p.db, p.warehouses, p.engine.lower(), p.foreign_keys)
 
     def script_command(
-        self, endpoint: Endpoint, command: Command, binary: Path, warmup: int = 0
+        self, endpoint: Endpoint, command: sysbench.Command, binary: Path, warmup: int = 0
     ) -> list[str]:
         return build_command(self.params, endpoint, command, binary=str(binary), warmup=warmup)
 
