@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +22,12 @@ import psutil
 import pytest
 import yaml
 
-from dbrig import store
+from dbrig import proc, store
 from dbrig.cli import main
 from dbrig.ownership import MARKER
+from dbrig.server import datadir as dd
+from dbrig.server.binary import find_server
+from dbrig.server.sandbox import Sandbox
 from tests.helpers.wait import wait_for
 
 LEAK_TAG = "DBRIG_INTEGRATION_TEST"
@@ -320,3 +323,40 @@ def sigkill_dbrig_mid_trial(
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def prepared_template(
+    name: str,
+    home: Path,
+    config: dict[str, Any],
+    db: str,
+    prepare_argv: Callable[[Sandbox], list[str]],
+    timeout_s: float = 600,
+) -> Path:
+    """A datadir loaded by a workload's own prepare command, to copy for each test
+    (``server_on_copy``): init, start, the accounts, the prepare, stop."""
+    sandbox = Sandbox(name, find_server(), home)
+    sandbox.initialize()
+    sandbox.start(config)
+    try:
+        sandbox.prepare_accounts(db)
+        out = home / "prepare.out"
+        done = proc.run(prepare_argv(sandbox), timeout_s=timeout_s, stdout=out, merge_stderr=True)
+        assert done.returncode == 0, out.read_text()
+    finally:
+        sandbox.close()
+    return sandbox.datadir
+
+
+@contextlib.contextmanager
+def server_on_copy(
+    name: str, template: Path, home: Path, config: dict[str, Any]
+) -> Iterator[Sandbox]:
+    """Sandbox ``name`` started on a copy of ``template`` (see ``prepared_template``)."""
+    sandbox = Sandbox(name, find_server(), home)
+    dd.copy_tree(template, sandbox.datadir)
+    sandbox.start(config)
+    try:
+        yield sandbox
+    finally:
+        sandbox.close()

@@ -12,19 +12,18 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
 from dbrig import proc
 from dbrig.run.trial import check_client_logs
-from dbrig.server import datadir as dd
-from dbrig.server.binary import find_server
 from dbrig.server.sandbox import Sandbox
 from dbrig.tools import acked_writes as aw
 from dbrig.tools.acked_writes import AckedWritesParams, AckedWritesTool, build_command
 from tests.helpers.wait import wait_for
+from tests.integration import helpers
 from tests.integration.helpers import (
     TINY_CONFIG,
     only_run_dir,
@@ -44,31 +43,21 @@ KILLED_PARAMS = PARAMS.model_copy(update={"time": 6})
 
 
 @pytest.fixture(scope="module")
-def prepared_datadir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def prepared_datadir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A datadir holding the empty table, made by the script's own prepare."""
     home = tmp_path_factory.mktemp("acked-template") / "server"
-    sandbox = Sandbox("acked-prep", find_server(), home)
-    sandbox.initialize()
-    sandbox.start(TINY_CONFIG)
-    try:
-        sandbox.prepare_accounts(PARAMS.db)
-        argv = build_command(PARAMS, sandbox.endpoint(PARAMS.db), "prepare")
-        done = proc.run(argv, timeout_s=120, stdout=home / "prepare.out", merge_stderr=True)
-        assert done.returncode == 0, (home / "prepare.out").read_text()
-    finally:
-        sandbox.close()
-    yield sandbox.datadir
+    return helpers.prepared_template(
+        "acked-prep",
+        home,
+        TINY_CONFIG,
+        PARAMS.db,
+        lambda box: build_command(PARAMS, box.endpoint(PARAMS.db), "prepare"),
+        timeout_s=120,
+    )
 
 
-@contextlib.contextmanager
-def server_on_copy(template: Path, home: Path, config: dict) -> Iterator[Sandbox]:
-    sandbox = Sandbox("acked", find_server(), home)
-    dd.copy_tree(template, sandbox.datadir)
-    sandbox.start(config)
-    try:
-        yield sandbox
-    finally:
-        sandbox.close()
+def server_on_copy(template: Path, home: Path, config: dict) -> AbstractContextManager[Sandbox]:
+    return helpers.server_on_copy("acked", template, home, config)
 
 
 def start_client(

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from dbrig import proc
-from dbrig.server import datadir as dd
-from dbrig.server.binary import find_server
 from dbrig.server.sandbox import Sandbox
 from dbrig.tools import tpcc
 from dbrig.tools.tpcc import TpccParams, build_command
+from tests.integration import helpers
 from tests.integration.helpers import (
     only_run_dir,
     read_json,
@@ -48,31 +47,20 @@ MIX = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4, "stock_
 
 
 @pytest.fixture(scope="module")
-def loaded_datadir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def loaded_datadir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A datadir holding W=1, loaded by the tool's own prepare command."""
     home = tmp_path_factory.mktemp("tpcc-template") / "server"
-    sandbox = Sandbox("tpcc-load", find_server(), home)
-    sandbox.initialize()
-    sandbox.start(CONFIG)
-    try:
-        sandbox.prepare_accounts(W1.db)
-        argv = build_command(W1, sandbox.endpoint(W1.db), "prepare")
-        done = proc.run(argv, timeout_s=600, stdout=home / "prepare.out", merge_stderr=True)
-        assert done.returncode == 0, (home / "prepare.out").read_text()
-    finally:
-        sandbox.close()
-    yield sandbox.datadir
+    return helpers.prepared_template(
+        "tpcc-load",
+        home,
+        CONFIG,
+        W1.db,
+        lambda box: build_command(W1, box.endpoint(W1.db), "prepare"),
+    )
 
 
-@contextlib.contextmanager
-def server_on_copy(template: Path, home: Path, **config: object) -> Iterator[Sandbox]:
-    sandbox = Sandbox("tpcc", find_server(), home)
-    dd.copy_tree(template, sandbox.datadir)
-    sandbox.start({**CONFIG, **config})
-    try:
-        yield sandbox
-    finally:
-        sandbox.close()
+def server_on_copy(template: Path, home: Path, **config: object) -> AbstractContextManager[Sandbox]:
+    return helpers.server_on_copy("tpcc", template, home, {**CONFIG, **config})
 
 
 def run_tpcc(sandbox: Sandbox, out: Path, *extra: str, threads: int = 2, time: int = 5) -> str:
