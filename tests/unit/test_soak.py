@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.figure import Figure
 
 from dbrig import scenario
 from dbrig.cli import main
@@ -76,6 +77,23 @@ def test_downsample_of_a_short_series_is_the_series() -> None:
     buckets = downsample(np.array([1.0, 2.0]), np.array([3.0, np.nan]), 300)
     assert list(buckets.end) == [1.0, 2.0] and buckets.mean[0] == 3.0
     assert np.isnan(buckets.mean[1])
+
+
+def test_the_band_of_a_long_series_spans_each_buckets_min_to_max_with_a_gap_where_none() -> None:
+    times = np.arange(1.0, 3601.0)
+    values = np.full(3600, 10.0)
+    values[::12] = 4.0  # every bucket of 12 rows: min 4, max 10
+    values[1200:1212] = np.nan  # one whole bucket missing
+    ax = Figure().add_subplot()
+    charts._draw_steps(ax, times, values, 1.0, color="#1f77b4")
+    (band,) = ax.collections
+    before, after = band.get_paths()  # split at the missing bucket
+    for path in (before, after):
+        y = path.vertices[:, 1]
+        assert set(y) == {4.0, 10.0}
+    assert before.vertices[:, 0].min() == 0.0  # the first step starts one interval early
+    assert before.vertices[:, 0].max() == 1200.0 and after.vertices[:, 0].min() == 1212.0
+    assert after.vertices[:, 0].max() == 3600.0
 
 
 # --------------------------------------------------------------------------- disk fit

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -696,19 +697,32 @@ def _draw_steps(
     start = times[0] - first
     if len(times) > MAX_PLOT_POINTS:
         buckets = downsample(times, values, MAX_PLOT_POINTS)
-        band_x = np.r_[start, buckets.end]
-        ax.fill_between(
-            band_x,
-            np.r_[buckets.low[:1], buckets.low],
-            np.r_[buckets.high[:1], buckets.high],
-            step="pre",
-            color=style.get("color"),
-            alpha=0.18,
-            linewidth=0,
-        )
+        _band(ax, np.r_[start, buckets.end], buckets.low, buckets.high, style.get("color"))
         times, values = buckets.end, buckets.mean
     # steps-pre gives each point's value to the span on its left: (t_prev, t]
     ax.plot(np.r_[start, times], np.r_[values[:1], values], drawstyle="steps-pre", **style)
+
+
+def _band(ax: Axes, edges: np.ndarray, low: np.ndarray, high: np.ndarray, color: object) -> None:
+    """A filled step band, ``low[i]..high[i]`` over ``(edges[i], edges[i + 1]]``, with a
+    gap where a bucket has no value.
+
+    The polygons are built here and added as one collection, not through
+    ``fill_between(step="pre")``: the same pixels, at a third of its cost on the long
+    series of a cell figure.
+    """
+    known = ~(np.isnan(low) | np.isnan(high))
+    change = np.flatnonzero(np.diff(np.r_[0, known.astype(np.int8), 0]))
+    polygons = []
+    for first, end in zip(change[::2], change[1::2], strict=True):  # runs of known buckets
+        x = np.repeat(edges[first : end + 1], 2)[1:-1]  # each bucket's left and right edge
+        upper = np.repeat(high[first:end], 2)
+        lower = np.repeat(low[first:end], 2)
+        polygons.append(np.column_stack([np.r_[x, x[::-1]], np.r_[upper, lower[::-1]]]))
+    if polygons:
+        ax.add_collection(
+            PolyCollection(polygons, facecolors=color, edgecolors=color, alpha=0.18, linewidths=0)
+        )
 
 
 def _legend(ax: Axes, entries: int) -> None:
