@@ -1,14 +1,17 @@
-"""util.background: a value computed in a forked child, its errors, and no child left behind."""
+"""util.background: values computed in a forked child (alone or sharing a job list with the
+caller), its errors, and no child left behind."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
-from dbrig.util.background import Background, in_background
+from dbrig.util.background import Background, SharedJobs, in_background, shared_jobs
 
 
 def _pid_and_square() -> tuple[int, int]:
@@ -68,3 +71,65 @@ def test_cancel_twice_is_harmless() -> None:
     job.cancel()
     job.cancel()
     assert job.pid is None
+
+
+# --------------------------------------------------------------------------- shared jobs
+
+
+def _wait_for(path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.01)
+
+
+def test_shared_jobs_are_split_between_the_child_and_the_caller_in_order(tmp_path: Path) -> None:
+    started, first_done = tmp_path / "started", tmp_path / "first-done"
+
+    def held_by_the_child() -> int:  # job 0: busy until the caller has done job 1
+        started.touch()
+        _wait_for(first_done)
+        return os.getpid()
+
+    def quick() -> int:
+        first_done.touch()
+        return os.getpid()
+
+    with shared_jobs([held_by_the_child, quick, quick, quick], fork=True) as pool:
+        _wait_for(started)
+        pids = pool.results()
+    assert pids[0] != os.getpid()
+    assert pids[1] == os.getpid()
+    assert len(pids) == 4
+
+
+def test_without_a_fork_the_caller_does_every_job_in_order() -> None:
+    with shared_jobs([functools.partial(pow, 2, n) for n in range(5)], fork=False) as pool:
+        assert pool.results() == [1, 2, 4, 8, 16]
+
+
+def test_a_failed_job_in_the_child_is_raised_in_the_caller(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+
+    def fails_in_the_child() -> None:
+        started.touch()
+        raise ValueError("no such column: tps")
+
+    with shared_jobs([fails_in_the_child], fork=True) as pool, pytest.raises(ValueError) as raised:
+        _wait_for(started)
+        pool.results()
+    assert any("in the background worker" in note for note in raised.value.__notes__)
+
+
+def test_leaving_a_pool_early_kills_and_reaps_its_child() -> None:
+    with pytest.raises(KeyError), shared_jobs([_sleeps, _sleeps], fork=True) as pool:
+        pid = pool._helper.pid
+        raise KeyError("the parent's own work failed")
+    assert pid is not None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_more_jobs_than_a_pipe_page_holds_are_refused() -> None:
+    with pytest.raises(ValueError, match="at most 1024"):
+        SharedJobs([_pid_and_square] * 1025, fork=False)

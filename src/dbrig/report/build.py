@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import gc
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,7 @@ from dbrig.report.tables import (
 )
 from dbrig.report.warnings import RunWarning, compute_warnings, throughput_metric
 from dbrig.tools.registry import INTERFERENCE_TOOLS
-from dbrig.util.background import can_fork, in_background
+from dbrig.util.background import can_fork, shared_jobs
 from dbrig.util.files import replacing, write_text_atomic
 from dbrig.util.units import parse_size, to_float
 
@@ -108,19 +109,18 @@ def _write_report(run_dir: Path, max_cell_figures: int) -> Path:
     headline = headline_metrics(data.results)
     grid_cells = _cells_with_trials(overview, max(MAX_GRID_CELLS, max_cell_figures))
     detail_cells = grid_cells[:max_cell_figures]
-    # The time-series figures (about half the drawing) go to a second core while this
-    # one computes the warnings, the factor charts and the tables.
-    with in_background(
-        lambda: _timeseries_plots(data, grid_cells, detail_cells, headline),
-        fork=bool(detail_cells or len(grid_cells) > 1) and can_fork(),
-    ) as drawing:
+    # The time-series figures (more than half the drawing) start on a second core while
+    # this one computes the warnings, the factor charts and the tables, then takes
+    # whichever of them are still left.
+    jobs = _timeseries_jobs(data, grid_cells, detail_cells, headline)
+    with shared_jobs(jobs, fork=bool(jobs) and can_fork()) as drawing:
         warnings = compute_warnings(data, overview, stats)
         with replacing(data.path / RESULTS_BY_CELL) as tmp:
             by_cell_frame(overview, stats).to_csv(tmp, index=False)
         plots = _factor_plots(data, overview, stats, headline)
         scalability = _scalability(data)
         context = report_context(data, overview, stats, warnings, headline)
-        timeseries = drawing.result()
+        timeseries = [plot for plot in drawing.results() if plot is not None]
     _write_plots(data.path / PLOTS_DIR, [*plots, *timeseries, *scalability["plots"]])
     context.update(
         factor_plots=plots,
@@ -893,54 +893,53 @@ def _series_columns(data: RunData, headline: list[Metric]) -> _SeriesColumns:
     return _SeriesColumns(throughput.name, throughput.heading, (latency.name, latency.heading))
 
 
-def _timeseries_plots(
+def _timeseries_jobs(
     data: RunData,
     grid_cells: list[dict[str, Any]],
     detail_cells: list[dict[str, Any]],
     headline: list[Metric],
-) -> list[Plot]:
-    """The throughput overview of ``grid_cells``, then one figure per cell of ``detail_cells``."""
+) -> list[Callable[[], Plot | None]]:
+    """The throughput overview of ``grid_cells``, then one figure per cell of ``detail_cells``:
+    one job per figure, each reading its own trials' files."""
     columns = _series_columns(data, headline)
-    series = {
-        cell["cell"]: _interval_series(data, data.trials_by_cell.get(cell["cell"], []))
-        for cell in grid_cells
-    }
-    plots = []
-    panels = [(f"{c['cell']} {c['label']}", series[c["cell"]]) for c in grid_cells]
-    if len(panels) > 1 and any(s for _, s in panels):
-        fig = charts.timeseries_grid(
-            panels,
-            column=columns.throughput,
-            ylabel=columns.throughput_label,
-            warmup_s=max(_warmup(data, c) for c in grid_cells),
+    jobs: list[Callable[[], Plot | None]] = []
+    if len(grid_cells) > 1:
+        jobs.append(lambda: _grid_plot(data, grid_cells, columns))
+    jobs += [functools.partial(_cell_plot, data, cell, columns) for cell in detail_cells]
+    return jobs
+
+
+def _grid_plot(
+    data: RunData, grid_cells: list[dict[str, Any]], columns: _SeriesColumns
+) -> Plot | None:
+    panels = [
+        (
+            f"{c['cell']} {c['label']}",
+            _interval_series(data, data.trials_by_cell.get(c["cell"], [])),
         )
-        caption = (
-            "Per-interval throughput of every repetition (one line each), same axes in every "
-            "panel. Grey: warm-up, discarded."
-        )
-        plots.append(
-            Plot(
-                "timeseries_throughput.png",
-                "Throughput over time, per cell",
-                caption,
-                _png(fig),
-            )
-        )
-    for cell in detail_cells:
-        plot = _cell_plot(data, cell, series.get(cell["cell"]), columns)
-        if plot is not None:
-            plots.append(plot)
-    return plots
+        for c in grid_cells
+    ]
+    if not any(s for _, s in panels):
+        return None
+    fig = charts.timeseries_grid(
+        panels,
+        column=columns.throughput,
+        ylabel=columns.throughput_label,
+        warmup_s=max(_warmup(data, c) for c in grid_cells),
+    )
+    caption = (
+        "Per-interval throughput of every repetition (one line each), same axes in every "
+        "panel. Grey: warm-up, discarded."
+    )
+    return Plot("timeseries_throughput.png", "Throughput over time, per cell", caption, _png(fig))
 
 
 def _cell_plot(
     data: RunData,
     cell: dict[str, Any],
-    series: list[charts.Series] | None,
     columns: _SeriesColumns,
 ) -> Plot | None:
-    if series is None:
-        series = _interval_series(data, data.trials_by_cell.get(cell["cell"], []))
+    series = _interval_series(data, data.trials_by_cell.get(cell["cell"], []))
     sample_trial = _representative_trial(data, cell["cell"], columns.throughput)
     sample_dir = data.trial_dir(sample_trial)
     samples = charts.CellSamples(

@@ -1,9 +1,11 @@
-"""Compute a value in a forked child process while the caller goes on with other work.
+"""Compute values in a forked child process while the caller goes on with other work.
 
 The report draws its time-series figures this way while the parent computes the
 warnings, factor charts and tables: matplotlib holds the GIL, so threads would not
 help, and a fork starts in milliseconds with the run's data already in memory (no
 pickling of inputs; only the result comes back, pickled through a pipe).
+:func:`shared_jobs` splits a list of such jobs between the child and the caller
+once the caller is free, so neither core waits for the other at the end.
 
 The child is not a tool: it runs dbrig's own code and ends with ``os._exit``, so it
 never returns into the caller's stack, flushes nothing of the parent's and runs no
@@ -24,15 +26,21 @@ import contextlib
 import ctypes
 import os
 import pickle
+import select
 import signal
+import struct
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
 _PR_SET_PDEATHSIG = 1
+_TOKEN = struct.Struct("<I")  # a job's index in the queue pipe
+# The queue is written whole before any job starts, so it must fit the smallest pipe
+# Linux makes (one page, when a user is over pipe-user-pages-soft): 1024 jobs.
+_QUEUE_BYTES = select.PIPE_BUF
 
 
 def usable_cpus() -> int:
@@ -106,6 +114,63 @@ def in_background(fn: Callable[[], T], *, fork: bool | None = None) -> Iterator[
         yield job
     finally:
         job.cancel()
+
+
+class SharedJobs(Generic[T]):
+    """Jobs taken one at a time, in order, by a forked child and, once it asks for the
+    results, by the caller: whichever is free takes the next one.
+
+    The queue is a pipe holding every job's index, written before the fork and closed
+    for writing, so a read of one token is atomic and an empty pipe reads as its end.
+    Put the longest jobs first: the last one taken decides when both are done.
+    """
+
+    def __init__(self, jobs: Sequence[Callable[[], T]], *, fork: bool | None = None) -> None:
+        if len(jobs) * _TOKEN.size > _QUEUE_BYTES:
+            raise ValueError(f"{len(jobs)} jobs: at most {_QUEUE_BYTES // _TOKEN.size}")
+        self._jobs = list(jobs)
+        read, write = os.pipe()
+        with os.fdopen(write, "wb") as queue:
+            queue.write(b"".join(_TOKEN.pack(i) for i in range(len(self._jobs))))
+        self._queue: int | None = read
+        self._helper = Background(self._take_all, fork=fork)
+
+    def results(self) -> list[T]:
+        """Every job's value in the order of the jobs; the first failure is raised here."""
+        mine = self._take_all()
+        theirs = self._helper.result()  # without a fork, runs in the caller: nothing left
+        done = {**theirs, **mine}
+        return [done[index] for index in range(len(self._jobs))]
+
+    def cancel(self) -> None:
+        """Kill and reap the child if it is still there and close the queue (safe twice)."""
+        self._helper.cancel()
+        if self._queue is not None:
+            os.close(self._queue)
+            self._queue = None
+
+    def _take_all(self) -> dict[int, T]:
+        done = {}
+        while (index := self._take()) is not None:
+            done[index] = self._jobs[index]()
+        return done
+
+    def _take(self) -> int | None:
+        assert self._queue is not None
+        token = os.read(self._queue, _TOKEN.size)
+        return _TOKEN.unpack(token)[0] if token else None
+
+
+@contextlib.contextmanager
+def shared_jobs(
+    jobs: Sequence[Callable[[], T]], *, fork: bool | None = None
+) -> Iterator[SharedJobs[T]]:
+    """``with shared_jobs(jobs) as pool: ...; pool.results()``; leaving early kills the child."""
+    pool = SharedJobs(jobs, fork=fork)
+    try:
+        yield pool
+    finally:
+        pool.cancel()
 
 
 def _child(fn: Callable[[], object], write: int, parent: int) -> None:
