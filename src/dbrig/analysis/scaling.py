@@ -218,10 +218,24 @@ def _least_squares(
     def residuals(p: np.ndarray) -> np.ndarray:
         return usl(n, p[0], p[1], p[2]) - y
 
+    contention, coherency = n - 1, n * (n - 1)
+
+    def jacobian(p: np.ndarray) -> np.ndarray:
+        # the law's derivatives, not finite differences: 4 evaluations fewer per step
+        lam, sigma, kappa = p
+        denominator = 1 + sigma * contention + kappa * coherency
+        d_lam = n / denominator
+        slope = -lam * d_lam / denominator
+        return np.column_stack([d_lam, slope * contention, slope * coherency])
+
     best = None
     for start in _starts(n, y):
         found = least_squares(
-            residuals, start, bounds=([1e-12, 0.0, 0.0], [np.inf, np.inf, np.inf]), method="trf"
+            residuals,
+            start,
+            jac=jacobian,
+            bounds=([1e-12, 0.0, 0.0], [np.inf, np.inf, np.inf]),
+            method="trf",
         )
         if best is None or found.cost < best.cost:
             best = found
