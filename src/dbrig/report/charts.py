@@ -432,11 +432,14 @@ def timeseries_grid(
         fig = _figure(3.2 * ncols, 2.0 * nrows + 0.7)
         _margins(fig, left=0.75, right=0.15, top=0.3, bottom=0.6, wspace=0.12, hspace=0.45)
         axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True).ravel()
+        for ax in axes:
+            _defer_autoscale(ax, "xy")
         for ax, (title, series) in zip(axes, panels, strict=False):
             _lines(ax, series, column)
             _shade_warmup(ax, warmup_s)
             _few_ticks(ax)
             ax.set_title(_shorten(title, 40), fontsize=8.5)
+        _autoscale_once(axes, "xy")
         axes[0].set_ylim(bottom=0)
         for ax in axes[len(panels) :]:
             ax.set_visible(False)
@@ -512,10 +515,13 @@ def cell_figure(
             hspace=0.42,
         )
         first: Axes | None = None
+        drawn: list[Axes] = []
         for r, row in enumerate(rows):
             for c, panel in enumerate(row):
                 spec = grid[r, :] if panel.wide or len(row) == 1 else grid[r, c]
                 ax = fig.add_subplot(spec, sharex=first)
+                _defer_autoscale(ax, "x")
+                drawn.append(ax)
                 first = first or ax
                 _few_ticks(ax)  # before drawing: a panel may set its own ticks or scale
                 panel.draw(ax)
@@ -525,7 +531,33 @@ def cell_figure(
                 last = r == len(rows) - 1
                 ax.set_xlabel(TIME_LABEL if last else "")
                 ax.tick_params(axis="x", labelbottom=last)
+        _autoscale_once(drawn, "x")
     return fig
+
+
+def _defer_autoscale(ax: Axes, which: str) -> None:
+    """No autoscale of a shared axis (``which``: "x", "y" or "xy") until
+    :func:`_autoscale_once`.
+
+    Each autoscale of a shared axis walks every panel sharing it, and matplotlib runs
+    one whenever an artist is added after another changed the data limits: with ten
+    panels that was most of a cell figure's build time.
+    """
+    if "x" in which:
+        ax.set_autoscalex_on(False)
+    if "y" in which:
+        ax.set_autoscaley_on(False)
+
+
+def _autoscale_once(axes: Sequence[Axes], which: str) -> None:
+    """The limits matplotlib would have found for panels drawn with a deferred autoscale."""
+    for ax in axes:
+        if "x" in which:
+            ax.set_autoscalex_on(True)
+        if "y" in which:
+            ax.set_autoscaley_on(True)
+    if len(axes):
+        axes[0].autoscale_view(scalex="x" in which, scaley="y" in which)
 
 
 def _few_ticks(ax: Axes) -> None:
@@ -708,8 +740,9 @@ def _band(ax: Axes, edges: np.ndarray, low: np.ndarray, high: np.ndarray, color:
     gap where a bucket has no value.
 
     The polygons are built here and added as one collection, not through
-    ``fill_between(step="pre")``: the same pixels, at a third of its cost on the long
-    series of a cell figure.
+    ``fill_between(step="pre")``: the same pixels, at a fraction of its cost on the
+    long series of a cell figure. Draw the step line after it: that line's autoscale
+    takes the band in.
     """
     known = ~(np.isnan(low) | np.isnan(high))
     change = np.flatnonzero(np.diff(np.r_[0, known.astype(np.int8), 0]))
@@ -719,10 +752,14 @@ def _band(ax: Axes, edges: np.ndarray, low: np.ndarray, high: np.ndarray, color:
         upper = np.repeat(high[first:end], 2)
         lower = np.repeat(low[first:end], 2)
         polygons.append(np.column_stack([np.r_[x, x[::-1]], np.r_[upper, lower[::-1]]]))
-    if polygons:
-        ax.add_collection(
-            PolyCollection(polygons, facecolors=color, edgecolors=color, alpha=0.18, linewidths=0)
-        )
+    if not polygons:
+        return
+    band = PolyCollection(polygons, facecolors=color, edgecolors=color, alpha=0.18, linewidths=0)
+    # autolim=False and the limits by hand: matplotlib 3.11's add_collection autoscales
+    # every panel sharing the axis first, at each call. The step line drawn next asks
+    # for the autoscale, once.
+    ax.add_collection(band, autolim=False)
+    ax.update_datalim(np.concatenate(polygons))
 
 
 def _legend(ax: Axes, entries: int) -> None:
