@@ -1,5 +1,6 @@
 """Factor charts of the report: blocks, joint keys, matrix order, no-effect cells, small
-multiples, points below 4 repetitions. Synthetic runs saved through the store API."""
+multiples, points below 4 repetitions. Synthetic runs saved through the store API. And
+how figures become PNGs."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from matplotlib.figure import Figure
 
 from dbrig.report import build, charts, write_report
 from dbrig.report.data import load_run
+from dbrig.util.background import in_background
 from tests.helpers.files import COMPLETE
 from tests.helpers.html import parse_page
 from tests.helpers.matrix_run import make_run
@@ -176,3 +179,29 @@ def test_servers_side_by_side_and_system_settings_per_cell(tmp_path: Path) -> No
     assert "system.io_scheduler" in settings
     assert re.search(r"c000 io_scheduler=none\s+none", settings)
     assert re.search(r"c001 io_scheduler=mq-deadline\s+mq-deadline", settings)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _log_axis_figure() -> Figure:
+    fig = Figure(figsize=(3, 2), dpi=charts.DPI)
+    ax = fig.add_subplot()
+    ax.plot([1, 10, 100, 1000], [1, 2, 3, 4])
+    ax.set_xscale("log")  # mathtext tick labels: 10^0 .. 10^3
+    return fig
+
+
+def test_figures_of_one_size_are_drawn_on_one_renderer_with_the_same_pixels() -> None:
+    first = charts.png_bytes(_log_axis_figure())
+    assert charts.png_bytes(_log_axis_figure()) == first
+    assert len(charts._ReusedRendererCanvas._renderers) >= 1
+
+
+def test_a_forked_child_draws_on_renderers_of_its_own() -> None:
+    """A kept renderer's parsed mathtext reads glyphs through the parent's font file,
+    whose offset a forked child would share: the child must not reuse it."""
+    charts.png_bytes(_log_axis_figure())
+    with in_background(lambda: len(charts._ReusedRendererCanvas._renderers), fork=True) as job:
+        assert job.result() == 0
+    assert charts._ReusedRendererCanvas._renderers
