@@ -152,6 +152,7 @@ class Sandbox:
         self.startup_timeout_s = startup_timeout_s
         self._socket_dir: Path | None = None
         self._child: proc.Child | None = None
+        self._answered = False  # the running server has answered a connection
         self._log_offset = 0  # where the running server's part of the error log starts
 
     # -- paths -------------------------------------------------------------------
@@ -234,6 +235,7 @@ class Sandbox:
         if self.cpus:
             argv = ["taskset", "-c", ",".join(map(str, self.cpus)), *argv]
         started = time.monotonic()
+        self._answered = False
         self._child = proc.spawn(argv, stdout=self.home / "mysqld.stdout", merge_stderr=True)
         self._wait_ready(log_offset)
         return time.monotonic() - started
@@ -276,6 +278,7 @@ class Sandbox:
                 )
             try:
                 self.connect().close()
+                self._answered = True
                 return
             except pymysql.err.OperationalError as exc:
                 last_error = exc
@@ -322,13 +325,21 @@ class Sandbox:
         return self.error_log.stat().st_size if self.error_log.exists() else 0
 
     def stop(self, timeout_s: float = 120.0) -> float:
-        """SIGTERM and wait (a clean InnoDB shutdown), SIGKILL after ``timeout_s``."""
+        """SIGTERM and wait (a clean InnoDB shutdown), SIGKILL after ``timeout_s``.
+
+        A server that has not answered yet is killed at once: MariaDB 10.11 given SIGTERM
+        early in its start-up hangs for good (in init_slave(), deaf to more SIGTERMs), so a
+        Ctrl-C during a start waited the whole ``timeout_s``. A clean shutdown would keep
+        nothing: every trial restores the datadir, and a snapshot is taken only of a server
+        that answered and stopped.
+        """
         if self._child is None:
             return 0.0
         started = time.monotonic()
         with contextlib.suppress(ProcessLookupError):
             self._child.signal_group(signal.SIGCONT)  # a frozen server cannot shut down
-        self._child.stop(grace_s=timeout_s)
+        sig = signal.SIGTERM if self._answered else signal.SIGKILL
+        self._child.stop(grace_s=timeout_s, sig=sig)
         self._child = None
         return time.monotonic() - started
 
