@@ -20,6 +20,7 @@ import io
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import ClassVar
 
 import matplotlib
@@ -180,6 +181,25 @@ class FactorPoints:
     reps: pd.DataFrame
     categories: list[str]
 
+    def of(self, panel: object, series: object) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The means and the repetitions of one series in one panel."""
+        means, reps = self._by_series
+        return means.get((panel, series), self.means.iloc[:0]), reps.get(
+            (panel, series), self.reps.iloc[:0]
+        )
+
+    @cached_property
+    def _by_series(self) -> tuple[dict[tuple, pd.DataFrame], dict[tuple, pd.DataFrame]]:
+        # split once, not once per panel and metric: a chart has up to twelve panels
+        return _split(self.means), _split(self.reps)
+
+
+def _split(frame: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
+    if frame.empty:
+        return {}
+    groups = frame.groupby(["panel", "series"], sort=False, dropna=False)
+    return {key: rows for key, rows in groups}
+
 
 def spread_kind(n: pd.Series) -> str:
     """``points``, ``interval`` or ``mixed``: how a chart shows the spread of its cells."""
@@ -331,10 +351,9 @@ def _draw_lines(
     means = points.means
     values = pd.to_numeric(means["x"], errors="coerce").dropna()
     log = bool(len(values)) and values.min() > 0 and values.max() / values.min() >= 8
-    mine = means[means["panel"] == panel]
-    reps = points.reps[points.reps["panel"] == panel]
     for i, (color, group) in enumerate(zip(_colors(len(groups)), groups, strict=False)):
-        rows = mine[mine["series"] == group].sort_values("x")
+        rows, dots = points.of(panel, group)
+        rows = rows.sort_values("x")
         if rows.empty:
             continue
         xs = _dodge(rows["x"].astype(float), values, i, len(groups), log)
@@ -343,7 +362,6 @@ def _draw_lines(
         _interval_bars(
             ax, xs[wide.index], wide[metric.column], wide[f"{metric.column}_half"], color
         )
-        dots = reps[reps["series"] == group]
         if not dots.empty:
             shift = _dodge(dots["x"].astype(float), values, i, len(groups), log)
             _rep_dots(ax, _beside(shift, values, log), dots[metric.column], color)
@@ -404,10 +422,8 @@ def _draw_bars(ax: Axes, points: FactorPoints, panel: object, groups: list, metr
     categories = points.categories
     index = {c: i for i, c in enumerate(categories)}
     width = 0.8 / max(len(groups), 1)
-    mine = points.means[points.means["panel"] == panel]
-    reps = points.reps[points.reps["panel"] == panel]
     for i, (color, group) in enumerate(zip(_colors(len(groups)), groups, strict=False)):
-        rows = mine[mine["series"] == group]
+        rows, dots = points.of(panel, group)
         offset = -0.4 + width * (i + 0.5)
         xs = rows["x"].astype(str).map(index).to_numpy(dtype=float) + offset
         ax.bar(xs, rows[metric.column], width=width * 0.92, color=color, label=str(group))
@@ -419,7 +435,6 @@ def _draw_bars(ax: Axes, points: FactorPoints, panel: object, groups: list, metr
             rows[f"{metric.column}_half"][wide],
             "#333333",
         )
-        dots = reps[reps["series"] == group]
         if not dots.empty:
             dx = dots["x"].astype(str).map(index).to_numpy(dtype=float) + offset
             _rep_dots(ax, dx, dots[metric.column], "#222222")
