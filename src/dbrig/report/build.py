@@ -548,7 +548,13 @@ def _repetition_rows(
 ) -> list[dict[str, Any]]:
     if data.results.empty:
         return []
-    factors = overview.set_index("cell")[list(data.factors)] if data.factors else None
+    factors: dict[str, list[Any]] = {}
+    if data.factors:  # each cell's values once: .loc per trial took most of the table's time
+        by_cell = overview.set_index("cell")[list(data.factors)]
+        factors = {
+            str(cell): [plain_value(v) for v in values]
+            for cell, values in zip(by_cell.index, by_cell.itertuples(index=False), strict=True)
+        }
     ordered = data.results.sort_values(["cell", "repetition"], kind="stable")
     columns = [m.column for m in headline]
     rows = []
@@ -561,11 +567,7 @@ def _repetition_rows(
             {
                 "trial": rec.trial,
                 "cell": cell,
-                "factors": (
-                    [plain_value(v) for v in factors.loc[cell]]
-                    if factors is not None and cell in factors.index
-                    else []
-                ),
+                "factors": factors.get(cell, []),
                 "repetition": int(rec.repetition),
                 "ok": rec.status == "ok",
                 "status": rec.status,
