@@ -236,7 +236,15 @@ class Sandbox:
             argv = ["taskset", "-c", ",".join(map(str, self.cpus)), *argv]
         started = time.monotonic()
         self._answered = False
-        self._child = proc.spawn(argv, stdout=self.home / "mysqld.stdout", merge_stderr=True)
+        # Killed, not sent SIGTERM, if dbrig dies: SIGTERM early in its start-up leaves
+        # MariaDB hung for good (see stop()), and the datadir of a trial cut short is
+        # restored before it is used again, so a clean shutdown would keep nothing.
+        self._child = proc.spawn(
+            argv,
+            stdout=self.home / "mysqld.stdout",
+            merge_stderr=True,
+            parent_death_signal="KILL",
+        )
         self._wait_ready(log_offset)
         return time.monotonic() - started
 
