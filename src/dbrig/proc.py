@@ -48,8 +48,8 @@ LOST_RETURNCODE = -1000
 LOST_REASON = "exit status lost: the process was reaped elsewhere"
 
 
-def _die_with_parent_prefix() -> tuple[str, ...]:
-    """``setpriv --pdeathsig TERM --``: children get SIGTERM if dbrig itself is killed.
+def _setpriv_with_pdeathsig() -> str | None:
+    """setpriv, if it can set a parent-death signal (``--pdeathsig``).
 
     Ctrl-C and SIGTERM are handled by stop_all(), but SIGKILL (or the OOM killer)
     gives dbrig no chance to clean up; the kernel's parent-death signal still
@@ -58,14 +58,14 @@ def _die_with_parent_prefix() -> tuple[str, ...]:
     """
     setpriv = shutil.which("setpriv")
     if not setpriv:
-        return ()
+        return None
     try:
         helped = subprocess.run(
             [setpriv, "--help"], capture_output=True, text=True, timeout=5, check=False
         )
     except (OSError, subprocess.TimeoutExpired):
-        return ()
-    return (setpriv, "--pdeathsig", "TERM", "--") if "--pdeathsig" in helped.stdout else ()
+        return None
+    return setpriv if "--pdeathsig" in helped.stdout else None
 
 
 # Environment variables that hold secrets (the one a password_env names): no child sees them.
@@ -85,20 +85,23 @@ def child_environment(env: Mapping[str, str] | None) -> dict[str, str] | None:
     return {k: v for k, v in merged.items() if k not in _scrubbed}
 
 
-_die_with_parent: tuple[str, ...] | None = None  # None until probed
+_setpriv: str | None = None
+_probed = False
 _probe_lock = threading.Lock()
 _live: dict[int, subprocess.Popen] = {}
 _live_lock = threading.Lock()
 _reap_lock = threading.RLock()  # a reap and the recording of its status, as one step
 
 
-def _die_with_parent_argv() -> tuple[str, ...]:
-    """The setpriv prefix, probed once on first use (not at import: that starts a process)."""
-    global _die_with_parent
+def _die_with_parent_argv(sig: str = "TERM") -> tuple[str, ...]:
+    """``setpriv --pdeathsig SIG --``: the child gets ``sig`` if dbrig itself is killed
+    (nothing without setpriv). Probed once, on first use (not at import: that starts a
+    process)."""
+    global _setpriv, _probed
     with _probe_lock:
-        if _die_with_parent is None:
-            _die_with_parent = _die_with_parent_prefix()
-        return _die_with_parent
+        if not _probed:
+            _setpriv, _probed = _setpriv_with_pdeathsig(), True
+    return (_setpriv, "--pdeathsig", sig, "--") if _setpriv else ()
 
 
 def redact(argv: Sequence[str]) -> list[str]:
@@ -273,12 +276,15 @@ def spawn(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     stdin_pipe: bool = False,
+    parent_death_signal: str = "TERM",
 ) -> Child:
     """Start ``argv`` in its own process group; output goes to the given files (else /dev/null).
 
     With ``merge_stderr`` stderr goes to the stdout file, in the order it was printed.
     With ``stdin_pipe`` its stdin is a pipe held open by ``child.popen.stdin`` (else
     /dev/null): an ssh command's remote side watches it to know dbrig is still there.
+    ``parent_death_signal`` (a name setpriv knows: TERM, KILL) is what the child gets
+    from the kernel if dbrig dies without stopping it (SIGKILL).
     """
     argv = [str(a) for a in argv]
     _require_found(argv[0])  # before the output files are created
@@ -288,7 +294,15 @@ def spawn(
             err: Any = subprocess.STDOUT
         else:
             err = files.enter_context(open(stderr, "ab")) if stderr else subprocess.DEVNULL
-        return _spawn_into(argv, out, err, env=env, cwd=cwd, stdin_pipe=stdin_pipe)
+        return _spawn_into(
+            argv,
+            out,
+            err,
+            env=env,
+            cwd=cwd,
+            stdin_pipe=stdin_pipe,
+            parent_death_signal=parent_death_signal,
+        )
 
 
 def spawn_piped(
@@ -333,12 +347,13 @@ def _spawn_into(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     stdin_pipe: bool = False,
+    parent_death_signal: str = "TERM",
 ) -> Child:
     """Log, start and register ``argv`` writing to open handles (the caller closes them).
 
     The caller has checked that ``argv[0]`` exists (:func:`_require_found`).
     """
-    prefix = _die_with_parent_argv()
+    prefix = _die_with_parent_argv(parent_death_signal)
     log.info("start: %s", " ".join(redact(argv)))
     full_env = child_environment(env)
     child: Child | None = None

@@ -317,7 +317,7 @@ def sigkill_dbrig_mid_trial(
         wait_for(what, probe, timeout=90, child=child)
         child.kill()
         child.wait()
-        # The children get SIGTERM from the kernel; mariadbd shuts down cleanly.
+        # The children get their parent-death signal from the kernel (mariadbd: SIGKILL).
         return wait_for_nothing_left(tmp_path, timeout=30)
     finally:
         if child.poll() is None:

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import re
 import socket
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from dbrig import ownership
@@ -15,7 +21,13 @@ from dbrig.errors import ConfigError, ServerError
 from dbrig.server import datadir as dd
 from dbrig.server import sandbox as sandbox_module
 from dbrig.server.binary import find_server
-from dbrig.server.sandbox import MAX_SOCKET_PATH, Sandbox
+from dbrig.server.sandbox import (
+    MAX_SOCKET_PATH,
+    Sandbox,
+    remove_orphaned_socket_dirs,
+    socket_folder_of,
+)
+from tests.helpers.wait import wait_for
 from tests.integration.helpers import BUFFER_POOL_BYTES, TINY_CONFIG
 
 
@@ -158,3 +170,68 @@ def test_a_socket_path_over_the_limit_is_a_config_error(
     assert str(MAX_SOCKET_PATH) in message and "socket" in message
     assert "\n" not in message
     assert list(long_tmp.iterdir()) == []
+
+
+# -- a dbrig SIGKILLed while its server starts ------------------------------------------------
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+# Where MariaDB 10.11 given SIGTERM hangs in init_slave() (0.05 to 0.2 s into its start here).
+KILL_AFTER_S = 0.1
+DBRIG_STARTING_A_SERVER = """
+import json, sys
+from pathlib import Path
+from dbrig import proc
+from dbrig.server.binary import find_server
+from dbrig.server.sandbox import Sandbox
+
+home, config, setpriv = Path(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3] == "setpriv"
+if not setpriv:  # a host without setpriv: nothing kills the server when dbrig dies
+    proc._probed, proc._setpriv = True, None
+Sandbox("killed", find_server(), home).start(config)
+"""
+
+
+def server_of(home: Path) -> psutil.Process | None:
+    """The live server started with ``home``'s my.cnf."""
+    wanted = f"--defaults-file={home / 'my.cnf'}"
+    for process in psutil.process_iter(["cmdline", "status"]):
+        mine = wanted in (process.info["cmdline"] or [])
+        if mine and process.info["status"] != psutil.STATUS_ZOMBIE:
+            return process
+    return None
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("setpriv", ["setpriv", "no-setpriv"])
+def test_a_server_left_starting_by_a_killed_dbrig_does_not_outlive_the_next_run(
+    tmp_path: Path, initialised_datadir: Path, setpriv: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """dbrig SIGKILLed as its server starts, where MariaDB 10.11 given SIGTERM hangs for
+    good: the kernel's parent-death SIGKILL ends the server; without setpriv the next
+    run's clean-up (before its socket folders and workspaces) kills it, saying so."""
+    home = tmp_path / "server"
+    dd.copy_tree(initialised_datadir, home / "datadir")
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    argv = [sys.executable, "-c", DBRIG_STARTING_A_SERVER, home, json.dumps(TINY_CONFIG), setpriv]
+    dbrig = subprocess.Popen(list(map(str, argv)), env=env)
+    try:
+        server = wait_for("the server to start", lambda: server_of(home), timeout=60, child=dbrig)
+        time.sleep(KILL_AFTER_S)
+    finally:
+        dbrig.kill()
+        dbrig.wait()
+    socket_folder = socket_folder_of(server.info["cmdline"])
+    name = Path(server.info["cmdline"][0]).name
+    assert socket_folder is not None and socket_folder.is_dir()
+    if setpriv == "setpriv":
+        wait_for("the server to die with dbrig", lambda: server_of(home) is None, timeout=30)
+    else:
+        time.sleep(1)
+        assert server_of(home) is not None, "no parent-death signal: the server runs on"
+
+    assert remove_orphaned_socket_dirs() == [socket_folder.resolve()]  # the next run
+    assert server_of(home) is None
+    assert not socket_folder.exists()
+    killed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("killed")]
+    said = f"killed {name} pid {server.pid}: left running by dbrig pid {dbrig.pid}"
+    assert killed == ([] if setpriv == "setpriv" else [f"{said}, which was killed"])

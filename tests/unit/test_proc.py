@@ -54,7 +54,7 @@ def test_importing_proc_starts_no_process():
 
         subprocess.Popen = refuse
         import dbrig.proc
-        assert dbrig.proc._die_with_parent is None
+        assert dbrig.proc._probed is False
         print("imported")
         """
     )
@@ -67,13 +67,13 @@ def test_importing_proc_starts_no_process():
 def test_the_setpriv_probe_runs_once_for_concurrent_first_spawns(monkeypatch):
     calls = []
 
-    def probe() -> tuple[str, ...]:
+    def probe() -> str | None:
         calls.append(1)
         time.sleep(0.05)  # widen the window in which a second probe could start
-        return ()
+        return None
 
-    monkeypatch.setattr(proc, "_die_with_parent", None)
-    monkeypatch.setattr(proc, "_die_with_parent_prefix", probe)
+    monkeypatch.setattr(proc, "_probed", False)
+    monkeypatch.setattr(proc, "_setpriv_with_pdeathsig", probe)
     threads = [threading.Thread(target=proc.run, args=(["true"],), kwargs={"timeout_s": 5})]
     threads += [threading.Thread(target=proc.capture, args=(["true"],)) for _ in range(3)]
     for thread in threads:
@@ -81,7 +81,7 @@ def test_the_setpriv_probe_runs_once_for_concurrent_first_spawns(monkeypatch):
     for thread in threads:
         thread.join()
     assert calls == [1]
-    assert proc._die_with_parent == ()
+    assert proc._setpriv is None
 
 
 # --- spawn, run, stop -------------------------------------------------------------------------

@@ -17,10 +17,11 @@ import signal
 import socket
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pymysql
 
 from dbrig import ownership, proc
@@ -96,20 +97,72 @@ def _exit_words(done: proc.Finished) -> str:
 SOCKET_DIR_PREFIX = "dbrig-"
 
 
-def remove_orphaned_socket_dirs(tmp: Path) -> list[Path]:
-    """Remove the socket folders under ``tmp`` that a dbrig now dead left behind (SIGKILL
-    gives it no chance to): only folders marked as dbrig's socket folder, whose owner pid
-    is gone. Returns what was removed."""
-    removed = []
-    for folder in tmp.glob(f"{SOCKET_DIR_PREFIX}*"):
+SERVER_NAMES = ("mariadbd", "mysqld")
+_ORPHAN_EXIT_WAIT_S = 30
+
+
+def remove_orphaned_socket_dirs(tmp: Path | None = None) -> list[Path]:
+    """Remove the socket folders under ``tmp`` (default: where sockets go) that a dbrig
+    now dead left behind (SIGKILL gives it no chance to): only folders marked as dbrig's
+    socket folder, whose owner pid is gone. A server still running on such a folder
+    (the parent-death signal missed it: no setpriv) is killed first, saying so. Returns
+    the folders removed."""
+    orphaned = {}
+    for folder in (tmp or Path(_short_tmp())).glob(f"{SOCKET_DIR_PREFIX}*"):
         mark = ownership.marker(folder)
         owner = mark.get("owner_pid")
-        if mark.get("role") != "socket" or not isinstance(owner, int) or proc.alive(owner):
-            continue
+        if mark.get("role") == "socket" and isinstance(owner, int) and not proc.alive(owner):
+            orphaned[folder.resolve()] = owner
+    if orphaned:
+        kill_orphaned_servers(orphaned)
+    for folder, owner in orphaned.items():
         shutil.rmtree(folder, ignore_errors=True)
         log.info("removed %s, left by dbrig pid %d", folder, owner)
-        removed.append(folder)
-    return removed
+    return list(orphaned)
+
+
+def kill_orphaned_servers(orphaned: Mapping[Path, int]) -> list[int]:
+    """SIGKILL every server whose socket is in one of the ``orphaned`` socket folders (to
+    the dead dbrig that made each): one a dbrig started and can no longer stop. Not
+    SIGTERM: one killed early in its start-up ignores it. Returns the pids killed."""
+    killed = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        folder = socket_folder_of(process.info["cmdline"] or [])
+        if folder is None or folder.resolve() not in orphaned:
+            continue
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            continue
+        except psutil.AccessDenied:
+            log.warning("cannot kill server pid %d (left by a killed dbrig)", process.pid)
+            continue
+        log.warning(
+            "killed %s pid %d: left running by dbrig pid %d, which was killed",
+            Path(process.info["cmdline"][0]).name,
+            process.pid,
+            orphaned[folder.resolve()],
+        )
+        killed.append(process)
+    _wait_gone(killed, _ORPHAN_EXIT_WAIT_S)  # it may hold files of a workspace to unmount
+    return [p.pid for p in killed]
+
+
+def _wait_gone(processes: list[psutil.Process], timeout_s: float) -> None:
+    """Until each process is gone or a zombie (reaped by whoever adopted it, not us)."""
+    deadline = time.monotonic() + timeout_s
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            while process.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+
+def socket_folder_of(cmdline: Sequence[str]) -> Path | None:
+    """The folder of a server's ``--socket=`` on its command line (None: not a server)."""
+    if not cmdline or Path(cmdline[0]).name not in SERVER_NAMES:
+        return None
+    sockets = [a.removeprefix("--socket=") for a in cmdline[1:] if a.startswith("--socket=")]
+    return Path(sockets[-1]).parent if sockets else None
 
 
 def tail(path: Path, lines: int, start_offset: int = 0) -> str:
@@ -231,12 +284,26 @@ class Sandbox:
         self.my_cnf.write_text(render_my_cnf({**self._base_settings(), **config}))
         log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
         self._log_offset = log_offset
-        argv = [str(self.binary.mysqld), f"--defaults-file={self.my_cnf}"]
+        # The socket on the command line too: how a later dbrig finds this server if this
+        # one is killed (see remove_orphaned_socket_dirs).
+        argv = [
+            str(self.binary.mysqld),
+            f"--defaults-file={self.my_cnf}",
+            f"--socket={self.socket_path}",
+        ]
         if self.cpus:
             argv = ["taskset", "-c", ",".join(map(str, self.cpus)), *argv]
         started = time.monotonic()
         self._answered = False
-        self._child = proc.spawn(argv, stdout=self.home / "mysqld.stdout", merge_stderr=True)
+        # Killed, not sent SIGTERM, if dbrig dies: SIGTERM early in its start-up leaves
+        # MariaDB hung for good (see stop()), and the datadir of a trial cut short is
+        # restored before it is used again, so a clean shutdown would keep nothing.
+        self._child = proc.spawn(
+            argv,
+            stdout=self.home / "mysqld.stdout",
+            merge_stderr=True,
+            parent_death_signal="KILL",
+        )
         self._wait_ready(log_offset)
         return time.monotonic() - started
 

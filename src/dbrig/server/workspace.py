@@ -27,6 +27,7 @@ from pathlib import Path
 from dbrig import proc
 from dbrig.errors import ConfigError, ServerError
 from dbrig.ownership import mark_owned
+from dbrig.server.sandbox import remove_orphaned_socket_dirs
 from dbrig.util.files import write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,9 @@ def check_can_make(size_bytes: int) -> None:
 def clone_workspace(run_path: Path, size_bytes: int | None) -> Iterator[Path | None]:
     """Where servers keep their data: a workspace made and mounted for the block (its
     ``servers/`` folder), unmounted and deleted however the block ends; None without one.
-    Workspaces left by a dbrig killed with SIGKILL are cleaned first."""
+    What a dbrig killed with SIGKILL left is cleaned first: the servers it left running
+    and their socket folders, then (the servers gone, nothing holds them) its workspaces."""
+    remove_orphaned_socket_dirs()
     clean_abandoned()
     if size_bytes is None:
         yield None
