@@ -120,6 +120,7 @@ def _write_report(run_dir: Path, max_cell_figures: int) -> Path:
         plots = _factor_plots(data, overview, stats, headline)
         scalability = _scalability(data)
         context = report_context(data, overview, stats, warnings, headline)
+        html.template()  # compiled now, not after the join, when nothing else runs
         timeseries = [plot for plot in drawing.results() if plot is not None]
     _write_plots(data.path / PLOTS_DIR, [*plots, *timeseries, *scalability["plots"]])
     context.update(
