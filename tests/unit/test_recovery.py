@@ -14,7 +14,7 @@ from dbrig.analysis.recovery import (
     recovery_metrics,
     throughput_recovery,
 )
-from dbrig.run.faults import Event, _client_out_s, _error_lines, describe
+from dbrig.run.faults import Event, _client_out_s, _client_window_s, _error_lines, describe
 from dbrig.scenario.model import Faults
 from dbrig.tools.sysbench import intervals_frame, parse
 
@@ -181,6 +181,17 @@ def test_the_client_is_out_from_the_fault_to_its_restart() -> None:
     ]
     assert _client_out_s(events) == pytest.approx(0.5)
     assert _client_out_s(events[:2]) is None
+
+
+def test_a_client_started_again_ran_the_window_up_to_its_last_interval() -> None:
+    # Killed at 2.0, started again at 2.01 for the rest rounded down (3 s): its last
+    # interval ends at 5.01, and the 0.99 s after it were never run, not an outage.
+    resumed = [Event(2.0, "client killed"), Event(2.01, "client restarted")]
+    assert _client_window_s(resumed, [1.0, 3.01, 4.01, 5.01], 6.0) == 5.01
+    assert _client_window_s(resumed, [1.0, 6.2], 6.0) == 6.0
+    frozen = [Event(2.0, "signal sent", {"signal": "STOP"})]
+    assert _client_window_s(frozen, [1.0, 2.0, 5.0], 6.0) == 6.0
+    assert _client_window_s(resumed, [], 6.0) == 6.0
 
 
 def test_server_errors_lose_their_timestamps() -> None:

@@ -348,7 +348,9 @@ class FaultInjector:
         if recovered is not None:
             out["throughput_recovered_s"] = recovered
             self.events.append(Event(round(back.recovered_at_s or 0, 3), "throughput recovered"))
-        whole = mean_rate(ends, rates, window_s, interval_s=interval_s)
+        whole = mean_rate(
+            ends, rates, _client_window_s(self.events, ends, window_s), interval_s=interval_s
+        )
         if whole is not None and rate == "tps":
             out["fault_window_tps"] = whole
         return out
@@ -431,6 +433,15 @@ def _client_out_s(events: list[Event]) -> float | None:
     if ended is None or resumed is None:
         return None
     return resumed - ended
+
+
+def _client_window_s(events: list[Event], ends: list[float], window_s: float) -> float:
+    """The part of the window the client was run over. A client started again runs
+    whole seconds, the window's rest rounded down: its last interval ends where the
+    window ends for it, and the fraction of a second after it is no outage."""
+    if not ends or not any(e.what == "client restarted" for e in events):
+        return window_s
+    return min(window_s, max(ends))
 
 
 def _read_from(path: Path, offset: int) -> str:
