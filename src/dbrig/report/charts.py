@@ -102,6 +102,8 @@ class _ReusedRendererCanvas(FigureCanvasAgg):
     A new renderer per figure allocates and clears a new pixel buffer and starts with
     an empty text-metrics cache (matplotlib keys it by renderer); reusing one measures
     each tick label, title and legend entry once: about 8 % of a cell figure's CPU.
+    A renderer is one buffer: figures are drawn from one thread at a time (the report
+    draws from its main thread; its second core is a forked process).
     """
 
     _renderers: ClassVar[dict[tuple[float, float, float], RendererAgg]] = {}
