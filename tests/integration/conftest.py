@@ -55,3 +55,16 @@ def sshd() -> Iterator[Sshd]:
         yield server
     finally:
         stop_sshd(server)
+
+
+@pytest.fixture(scope="session")
+def second_sshd() -> Iterator[Sshd]:
+    """Another host for the tests that need two: its own sshd, keys and address
+    (127.0.0.2)."""
+    if not SSHD.exists():
+        pytest.skip("openssh-server is not installed (/usr/sbin/sshd)")
+    server = start_sshd(listen="127.0.0.2")
+    try:
+        yield server
+    finally:
+        stop_sshd(server)

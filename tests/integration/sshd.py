@@ -5,7 +5,8 @@ key made here (ssh-keygen, in a private folder): root may log in with that key o
 ``StrictModes no`` (the folder is under /tmp), no PAM. The ``sshd`` fixture in
 conftest.py starts one for the whole session and stops it at the end.
 
-``hosts_entry()`` is a scenario's ``hosts:`` value that reaches it;
+``start_sshd(listen="127.0.0.2")`` gives a second host on another loopback address (Linux
+answers on all of 127.0.0.0/8). ``hosts_entry()`` is a scenario's ``hosts:`` value that reaches it;
 ``session_processes()`` lists what still runs in its sessions (each connection gets
 its own sshd child; commands run under those).
 """
@@ -29,9 +30,9 @@ SSHD = Path("/usr/sbin/sshd")
 PRIVSEP_DIR = Path("/run/sshd")
 
 
-def _free_port() -> int:
+def _free_port(address: str) -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((address, 0))
         return int(s.getsockname()[1])
 
 
@@ -46,13 +47,14 @@ def _keygen(path: Path) -> None:
 @dataclass
 class Sshd:
     folder: Path
+    address: str  # where it listens (a loopback address)
     port: int
     user_key: Path
     process: subprocess.Popen
 
     def hosts_entry(self, **changes: Any) -> dict[str, Any]:
         entry: dict[str, Any] = {
-            "ssh": "root@127.0.0.1",
+            "ssh": f"root@{self.address}",
             "port": self.port,
             "options": {
                 "IdentityFile": str(self.user_key),
@@ -103,18 +105,18 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
-def start_sshd() -> Sshd:
+def start_sshd(listen: str = "127.0.0.1") -> Sshd:
     folder = Path(tempfile.mkdtemp(prefix="dbrig-sshd-", dir="/tmp"))
     _keygen(folder / "host_key")
     _keygen(folder / "user_key")
     shutil.copy(folder / "user_key.pub", folder / "authorized_keys")
-    port = _free_port()
+    port = _free_port(listen)
     config = folder / "sshd_config"
     config.write_text(
         "\n".join(
             [
                 f"Port {port}",
-                "ListenAddress 127.0.0.1",
+                f"ListenAddress {listen}",
                 f"HostKey {folder / 'host_key'}",
                 "PidFile none",
                 f"AuthorizedKeysFile {folder / 'authorized_keys'}",
@@ -139,17 +141,17 @@ def start_sshd() -> Sshd:
         env=env,
         start_new_session=True,
     )
-    _wait_listening(port, process, folder)
-    return Sshd(folder, port, folder / "user_key", process)
+    _wait_listening(listen, port, process, folder)
+    return Sshd(folder, listen, port, folder / "user_key", process)
 
 
-def _wait_listening(port: int, process: subprocess.Popen, folder: Path) -> None:
+def _wait_listening(address: str, port: int, process: subprocess.Popen, folder: Path) -> None:
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"sshd exited: {(folder / 'sshd.log').read_text()}")
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
+            if s.connect_ex((address, port)) == 0:
                 return
         time.sleep(0.05)
     raise RuntimeError("sshd did not listen within 15 s")
