@@ -512,6 +512,15 @@ def _runner() -> Iterator[Metric]:
         ("workload", "workload"),
     ):
         yield Metric(f"time_{step}_s", f"{label} time", "s", r, "wall-clock time of the step")
+    yield Metric(
+        "time_workload_start_s",
+        "workload start delay",
+        "s",
+        r,
+        "sysbench's launch until its `Threads started!` (every thread connected), where its "
+        "clock starts; intervals.csv's `t_s` includes it",
+        fmt=".3f",
+    )
 
 
 def _faults() -> Iterator[Metric]:

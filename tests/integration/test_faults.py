@@ -285,17 +285,26 @@ def test_kill_client_restarts_the_workload_on_the_same_server(
     assert timeline[0]["signal"] == "KILL"
     killed, restarted = timeline[0]["t_s"], timeline[2]["t_s"]
     assert restarted - killed == pytest.approx(metrics["client_out_s"], abs=0.01)
+    # Each run's clock starts when its threads have connected, a little after its launch.
+    started = timeline[events.index("client started")]["t_s"]
+    assert started > restarted
+    assert saved["timings"]["workload_start_s"] > 0
     for server_step in ("signal sent", "server gone", "restart", "first query"):
         assert server_step not in events
 
     # Both runs on the window's clock: the resumed one's intervals follow the kill and
     # reach the window's end.
     intervals = pd.read_csv(folder / "intervals.csv")
-    measured = intervals[intervals["t_s"] > 0]
+    measured = intervals[intervals["phase"] == "measure"]
     assert measured["t_s"].is_monotonic_increasing
     assert (measured["t_s"] <= killed + 1).any() and (measured["t_s"] > restarted).any()
+    # The resumed run's intervals are on the window's clock from its threads' start.
+    resumed_ends = (measured["t_s"][measured["t_s"] > started] - started).tolist()
+    assert resumed_ends == pytest.approx(range(1, len(resumed_ends) + 1), abs=0.01)
+    first_delay = saved["timings"]["workload_start_s"]
+    assert measured["t_s"].iloc[0] == pytest.approx(1 + first_delay, abs=0.01)
     assert measured["t_s"].max() >= 6 - 1
     # The resumed run lasts whole seconds, the window's rest rounded down: the window's
     # last fraction of a second was not run, and is no outage (it once counted as one).
-    covered = measured["t_s"].max()
+    covered = measured["t_s"].max() - (measured["t_s"].min() - 1)
     assert metrics["fault_window_tps"] == pytest.approx(measured["tps"].sum() / covered)

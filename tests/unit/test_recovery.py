@@ -187,11 +187,19 @@ def test_a_client_started_again_ran_the_window_up_to_its_last_interval() -> None
     # Killed at 2.0, started again at 2.01 for the rest rounded down (3 s): its last
     # interval ends at 5.01, and the 0.99 s after it were never run, not an outage.
     resumed = [Event(2.0, "client killed"), Event(2.01, "client restarted")]
-    assert _client_window_s(resumed, [1.0, 3.01, 4.01, 5.01], 6.0) == 5.01
-    assert _client_window_s(resumed, [1.0, 6.2], 6.0) == 6.0
+    assert _client_window_s(resumed, [1.0, 3.01, 4.01, 5.01], 6.0, 1.0) == 5.01
     frozen = [Event(2.0, "signal sent", {"signal": "STOP"})]
-    assert _client_window_s(frozen, [1.0, 2.0, 5.0], 6.0) == 6.0
-    assert _client_window_s(resumed, [], 6.0) == 6.0
+    assert _client_window_s(frozen, [1.0, 2.0, 5.0], 6.0, 1.0) == 6.0
+    assert _client_window_s(resumed, [], 6.0, 1.0) == 6.0
+
+
+def test_a_client_window_starts_and_ends_where_its_delayed_intervals_do() -> None:
+    # Both runs' clocks started after their launches (0.09 s, then 0.3 s after 2.01):
+    # the intervals cover 0.09 .. 5.31, and that is the window the client ran over.
+    resumed = [Event(2.0, "client killed"), Event(2.01, "client restarted")]
+    ends = [1.09, 2.09, 3.31, 4.31, 5.31]
+    assert _client_window_s(resumed, ends, 6.0, 1.0) == pytest.approx(5.22)
+    assert _client_window_s(resumed, [1.0, 6.3], 6.0, 1.0) == pytest.approx(6.3)
 
 
 def test_server_errors_lose_their_timestamps() -> None:

@@ -303,6 +303,10 @@ class FaultInjector:
     def client_resumed(self) -> float:
         return self._note("client restarted")
 
+    def client_started(self, t_s: float) -> None:
+        """The restarted client said it started (sysbench: every thread connected)."""
+        self.events.append(Event(round(t_s, 3), "client started"))
+
     def client_ended(self, t_s: float) -> None:
         self.events.append(Event(round(t_s, 3), "client run ended"))
 
@@ -349,7 +353,10 @@ class FaultInjector:
             out["throughput_recovered_s"] = recovered
             self.events.append(Event(round(back.recovered_at_s or 0, 3), "throughput recovered"))
         whole = mean_rate(
-            ends, rates, _client_window_s(self.events, ends, window_s), interval_s=interval_s
+            ends,
+            rates,
+            _client_window_s(self.events, ends, window_s, interval_s),
+            interval_s=interval_s,
         )
         if whole is not None and rate == "tps":
             out["fault_window_tps"] = whole
@@ -435,13 +442,17 @@ def _client_out_s(events: list[Event]) -> float | None:
     return resumed - ended
 
 
-def _client_window_s(events: list[Event], ends: list[float], window_s: float) -> float:
+def _client_window_s(
+    events: list[Event], ends: list[float], window_s: float, interval_s: float
+) -> float:
     """The part of the window the client was run over. A client started again runs
     whole seconds, the window's rest rounded down: its last interval ends where the
-    window ends for it, and the fraction of a second after it is no outage."""
+    window ends for it, and the fraction of a second after it is no outage. The window
+    starts where the first measured interval does (the tool's clock starts a little
+    after its launch: ``t_s`` carries that delay)."""
     if not ends or not any(e.what == "client restarted" for e in events):
         return window_s
-    return min(window_s, max(ends))
+    return max(ends) - max(0.0, min(ends) - interval_s)
 
 
 def _read_from(path: Path, offset: int) -> str:

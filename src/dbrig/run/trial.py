@@ -43,6 +43,7 @@ from dbrig.run.datasets import AnyHandle, client_endpoint, ready_for_trial
 from dbrig.run.faults import FaultInjector, resilient_status
 from dbrig.run.interference import InterferenceRun
 from dbrig.run.remote import RemoteClients, RemoteRun, lost_connection, remote_run
+from dbrig.run.startwatch import StartWatch
 from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, Trial
 from dbrig.server.handles import ManagedServerHandle, setting_warnings
@@ -154,6 +155,10 @@ class TrialExecutor:
         self._outputs: list[Path] = []
         self._finished: list[proc.Finished] = []
         self._resumed_at_s: float | None = None
+        # Each run's launch on the clock and the watch for its start line (sysbench's
+        # clock starts at "Threads started!", not at the launch: run/startwatch.py).
+        self._launches: list[float] = []
+        self._start_watches: list[StartWatch | None] = []
 
     def execute(self) -> TrialRecord:
         spec = self.scenario.server_specs[self.cell.server]
@@ -241,6 +246,7 @@ class TrialExecutor:
         samplers_on = self._samplers(warmup, pinned)
         try:
             with self._interfering(commands) as running, samplers_on as samplers:
+                launched = self.context.clock()
                 if remote is None:
                     child = proc.spawn(
                         commands.argv, stdout=out, merge_stderr=True, cwd=self._cwd()
@@ -251,13 +257,15 @@ class TrialExecutor:
                         commands.argv, stdout=out, secret=remote.secret, report_times=True
                     )
                 self._outputs.append(out)
+                self._watch_start(out, launched)
                 if self._faults is not None:
-                    self._faults.start(self.context.clock() + warmup)
+                    self._faults.start(launched + warmup)
                 with self._following(self._current_output, warmup) as poll:
                     finished, abort = self._watch(child, timeout, running, samplers, poll)
                 # The tool may notice first ("lost connection"); the cause is the server's death.
                 abort = abort or self.server.died()
         finally:
+            self._stop_start_watches()
             if self._faults is not None:
                 self._faults.close()
         self._finished.append(finished)
@@ -383,12 +391,36 @@ class TrialExecutor:
         endpoint = client_endpoint(self.server, self.workload)
         argv = self.workload.resumed_argv(endpoint, self.context.workload_binary, rest)
         out = self.folder / f"workload-{len(self._outputs) + 1}.out"
+        self._stop_start_watches()
+        launched = self.context.clock()
         self._resumed_at_s = self._faults.client_resumed()
         resumed = proc.spawn(argv, stdout=out, merge_stderr=True, cwd=self._cwd())
         self.record.commands["workload_resumed"] = argv
         self._outputs.append(out)
+        self._watch_start(out, launched)
         self._workload_pid = resumed.pid
         return resumed
+
+    def _watch_start(self, out: Path, launched: float) -> None:
+        line = getattr(self.workload, "start_line", None)
+        watch = StartWatch(out, line, self.context.clock) if line else None
+        if watch is not None:
+            watch.start()
+        self._launches.append(launched)
+        self._start_watches.append(watch)
+
+    def _stop_start_watches(self) -> None:
+        for watch in self._start_watches:
+            if watch is not None:
+                watch.stop()
+
+    def _start_delay_s(self, run: int) -> float:
+        """Run ``run``'s launch until the tool said it started (0 when it never did, or
+        has no such line): its own clock is that much behind the trial's."""
+        watch = self._start_watches[run] if run < len(self._start_watches) else None
+        if watch is None or watch.seen_at is None:
+            return 0.0
+        return max(0.0, watch.seen_at - self._launches[run])
 
     def _after_run_checks(self) -> str | None:
         """The workload's own checks of the database after the run (tpcc's consistency
@@ -511,6 +543,9 @@ class TrialExecutor:
 
     def _save_outcome(self, outcome: Outcome, warmup: int) -> None:
         self.record.metrics.update(outcome.metrics)
+        watch = self._start_watches[0] if self._start_watches else None
+        if watch is not None and watch.seen_at is not None:
+            self.record.timings["workload_start_s"] = round(self._start_delay_s(0), 3)
         frame = self._interval_series(outcome, warmup)
         if frame is not None:
             frame.to_csv(self.folder / "intervals.csv", index=False)
@@ -526,21 +561,26 @@ class TrialExecutor:
             table.to_csv(self.folder / f"{name}.csv", index=False)
 
     def _interval_series(self, outcome: Outcome, warmup: int) -> pd.DataFrame | None:
-        """The intervals on the measured window's clock; after a fault that ended the
-        workload's run, the first run's intervals, then the resumed run's."""
+        """The intervals on the measured window's clock (each run's moved by its start
+        delay); after a fault that ended the workload's run, the first run's intervals,
+        then the resumed run's."""
         frames = []
+        first_delay = self._start_delay_s(0)
         if len(self._outputs) > 1:
             first = self._outputs[0].read_text(errors="replace")
             earlier = self.workload.analyse(first, self._finished[0].returncode)
             if self._faults is not None:
                 self._faults.explain_client_end(earlier.reason)
             if earlier.intervals is not None:
-                frames.append(_on_measured_clock(earlier.intervals, warmup))
+                frames.append(_on_measured_clock(earlier.intervals, warmup, first_delay))
         if outcome.intervals is not None:
             if self._resumed_at_s is None:
-                frames.append(_on_measured_clock(outcome.intervals, warmup))
+                frames.append(_on_measured_clock(outcome.intervals, warmup, first_delay))
             else:
-                frames.append(_on_measured_clock(outcome.intervals, -self._resumed_at_s))
+                delay = self._start_delay_s(len(self._outputs) - 1)
+                if self._faults is not None and delay:
+                    self._faults.client_started(self._resumed_at_s + delay)
+                frames.append(_on_measured_clock(outcome.intervals, -self._resumed_at_s, delay))
         return pd.concat(frames, ignore_index=True) if frames else None
 
     def _save_faults(self, frame: pd.DataFrame | None, warmup: int) -> None:
@@ -548,7 +588,8 @@ class TrialExecutor:
         interval = getattr(self.workload, "interval_s", None)  # sysbench's, acked_writes'
         expected = self.workload.expected_seconds(warmup) or 0
         window = expected - warmup
-        self.record.metrics.update(self._faults.analyse(frame, interval, window))
+        measured = frame[frame["phase"] == sampling.MEASURE] if frame is not None else None
+        self.record.metrics.update(self._faults.analyse(measured, interval, window))
         self._faults.save(self.folder, self.record.metrics)
 
 
@@ -556,12 +597,17 @@ def _kill(child: proc.Child) -> None:
     child.signal_group(signal.SIGKILL)
 
 
-def _on_measured_clock(intervals: pd.DataFrame, warmup: float) -> pd.DataFrame:
-    """``t_s`` moved to the measured window's clock (``warmup`` s subtracted), with a
-    ``phase`` column: warm-up intervals end at or before 0."""
+def _on_measured_clock(
+    intervals: pd.DataFrame, warmup: float, start_delay_s: float = 0.0
+) -> pd.DataFrame:
+    """``t_s`` moved from the tool's clock to the measured window's: ``warmup`` s
+    subtracted, and the ``start_delay_s`` its clock started after its launch added. The
+    ``phase`` column goes by the tool's clock: warm-up intervals end at or before its
+    warm-up's end (the checkpoint)."""
     frame = intervals.copy()
-    frame["t_s"] = frame["t_s"] - warmup
-    frame.insert(0, "phase", ["warmup" if t <= 0 else "measure" for t in frame["t_s"]])
+    tool_t = frame["t_s"] - warmup
+    frame["t_s"] = (tool_t + start_delay_s).round(3)
+    frame.insert(0, "phase", ["warmup" if t <= 0 else "measure" for t in tool_t])
     return frame
 
 

@@ -114,6 +114,8 @@ from dbrig.tools.base import (
 from dbrig.util.units import parse_size
 
 INFO = ToolInfo(name="sysbench", binaries=("sysbench",), package="sysbench")
+# Printed when every thread has connected: sysbench's clock (intervals, --time) starts here.
+STARTED_LINE = "Threads started!"
 
 OltpTest = Literal[
     "oltp_read_write",
@@ -756,7 +758,7 @@ def _scan(text: str) -> _RawOutput:
             raw.version = m.group(1)
         elif m := FATAL_RE.match(line):
             raw.fatal.append(m.group(1).strip())
-        elif line.startswith("Threads started!"):
+        elif line.startswith(STARTED_LINE):
             raw.started = True
         elif HISTOGRAM_HEAD_RE.match(line):
             in_histogram = True
@@ -961,6 +963,7 @@ class SysbenchTool:
     params_model: ClassVar[type[BaseModel]] = SysbenchParams
     required_by_doctor: ClassVar[bool] = True
     concurrency_key: ClassVar[str | None] = "threads"
+    start_line: ClassVar[str] = STARTED_LINE  # where its clock starts (run/startwatch.py)
 
     def metrics(self) -> tuple[Metric, ...]:
         return produced_by(self.key)
@@ -1115,6 +1118,7 @@ class LuaScriptWorkload(ServerWorkload):
     gives its script's command line (:meth:`script_command`) and what is its own."""
 
     params: Any  # the tool's own model, with ``time``
+    start_line: ClassVar[str] = STARTED_LINE  # where its clock starts (run/startwatch.py)
 
     def script_command(
         self, endpoint: Endpoint, command: Command, binary: Path, warmup: int = 0
