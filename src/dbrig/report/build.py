@@ -903,25 +903,28 @@ def _timeseries_jobs(
     headline: list[Metric],
 ) -> list[Callable[[], Plot | None]]:
     """The throughput overview of ``grid_cells``, then one figure per cell of ``detail_cells``:
-    one job per figure, each reading its own trials' files."""
+    one job per figure. A cell's intervals files are read once in whichever process
+    draws both the overview and that cell's figure (each process has its own cache)."""
     columns = _series_columns(data, headline)
+
+    @functools.cache
+    def series(cell: str) -> list[charts.Series]:
+        return _interval_series(data, data.trials_by_cell.get(cell, []))
+
     jobs: list[Callable[[], Plot | None]] = []
     if len(grid_cells) > 1:
-        jobs.append(lambda: _grid_plot(data, grid_cells, columns))
-    jobs += [functools.partial(_cell_plot, data, cell, columns) for cell in detail_cells]
+        jobs.append(lambda: _grid_plot(data, grid_cells, columns, series))
+    jobs += [functools.partial(_cell_plot, data, cell, columns, series) for cell in detail_cells]
     return jobs
 
 
 def _grid_plot(
-    data: RunData, grid_cells: list[dict[str, Any]], columns: _SeriesColumns
+    data: RunData,
+    grid_cells: list[dict[str, Any]],
+    columns: _SeriesColumns,
+    series: Callable[[str], list[charts.Series]],
 ) -> Plot | None:
-    panels = [
-        (
-            f"{c['cell']} {c['label']}",
-            _interval_series(data, data.trials_by_cell.get(c["cell"], [])),
-        )
-        for c in grid_cells
-    ]
+    panels = [(f"{c['cell']} {c['label']}", series(c["cell"])) for c in grid_cells]
     if not any(s for _, s in panels):
         return None
     fig = charts.timeseries_grid(
@@ -941,12 +944,12 @@ def _cell_plot(
     data: RunData,
     cell: dict[str, Any],
     columns: _SeriesColumns,
+    series: Callable[[str], list[charts.Series]],
 ) -> Plot | None:
-    series = _interval_series(data, data.trials_by_cell.get(cell["cell"], []))
     sample_trial = _representative_trial(data, cell["cell"], columns.throughput)
     sample_dir = data.trial_dir(sample_trial)
     samples = charts.CellSamples(
-        intervals=series,
+        intervals=series(cell["cell"]),
         sample_label=_rep_label(data, sample_trial),
         cpu=read_samples(sample_dir, "cpu"),
         disk=read_samples(sample_dir, "disk"),
