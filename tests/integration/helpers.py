@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -294,6 +294,25 @@ def wait_for_nothing_left(tmp_path: Path, timeout: float) -> list[str]:
     return kill_leftovers(tmp_path)
 
 
+def spawn_dbrig(
+    args: Sequence[str | Path],
+    *,
+    stdout: Any = subprocess.DEVNULL,
+    stderr: Any = subprocess.DEVNULL,
+    **popen: Any,
+) -> subprocess.Popen:
+    """``dbrig ARGS`` in the background, in its own session (a test sends Ctrl-C to its
+    whole process group, as a terminal would), with stdin closed."""
+    return subprocess.Popen(
+        [str(DBRIG), *map(str, args)],
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+        **popen,
+    )
+
+
 def sigkill_dbrig_mid_trial(
     args: list[str | Path],
     tmp_path: Path,
@@ -306,13 +325,7 @@ def sigkill_dbrig_mid_trial(
     running 30 s later (killed then): dbrig's children must die with it."""
     out = tmp_path / "runs"
     probe = ready or (lambda: sysbench_running_in_a_partial_trial(out))
-    child = subprocess.Popen(
-        [str(DBRIG), *map(str, args)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    child = spawn_dbrig(args)
     try:
         wait_for(what, probe, timeout=90, child=child)
         child.kill()

@@ -13,10 +13,10 @@ import pytest
 
 from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
-    DBRIG,
     LEAK_TAG,
     TINY_SCENARIO,
     read_json,
+    spawn_dbrig,
     tiny_scenario,
     write_scenario,
 )
@@ -55,13 +55,8 @@ def test_a_process_killed_mid_trial_fails_that_trial_and_the_run_goes_on(
     )
     path = write_scenario(tmp_path / "victim.yaml", scenario)
     out = tmp_path / "runs"
-    child = subprocess.Popen(
-        [str(DBRIG), "run", str(path), "--out", str(out), "--no-report"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    child = spawn_dbrig(
+        ["run", path, "--out", out, "--no-report"], stderr=subprocess.PIPE, text=True
     )
     try:
         wait_for(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,12 @@ import pytest
 from dbrig import ownership, proc
 from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
-    DBRIG,
     TINY_CONFIG,
     assert_no_partial_trials,
     only_run_dir,
     read_json,
     run_main,
+    spawn_dbrig,
     trial_dirs,
     write_scenario,
 )
@@ -209,13 +208,7 @@ def test_sigterm_while_fileio_works_removes_its_files(tmp_path: Path) -> None:
     }
     path = write_scenario(tmp_path / "fio.yaml", scenario)
     with open(tmp_path / "stdout", "w") as stdout, open(tmp_path / "stderr", "w") as stderr:
-        child = subprocess.Popen(
-            [str(DBRIG), "run", str(path), "--out", str(out)],
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-        )
+        child = spawn_dbrig(["run", path, "--out", out], stdout=stdout, stderr=stderr)
         try:
             wait_for(
                 "the fileio data set folder",

@@ -12,13 +12,13 @@ import pytest
 
 from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
-    DBRIG,
     assert_complete_run,
     assert_no_partial_trials,
     kill_leftovers,
     read_json,
     run_dbrig,
     sigkill_dbrig_mid_trial,
+    spawn_dbrig,
     sysbench_running_in_a_partial_trial,
     tiny_scenario,
     trial_dirs,
@@ -53,13 +53,7 @@ def test_an_interrupted_run_stops_everything_and_resumes(
     scenario = write_scenario(tmp_path / "four-trials.yaml", FOUR_TRIALS)
     out = tmp_path / "runs"
     with open(tmp_path / "stdout", "w") as stdout, open(tmp_path / "stderr", "w") as stderr:
-        child = subprocess.Popen(
-            [str(DBRIG), "run", str(scenario), "--out", str(out)],
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-        )
+        child = spawn_dbrig(["run", scenario, "--out", out], stdout=stdout, stderr=stderr)
         try:
             wait_for("the first trial", lambda: finished_trials(out), timeout=90, child=child)
             if when == "while sysbench runs":

@@ -30,11 +30,11 @@ from dbrig.scenario.load import plan_from_dict
 from dbrig.tools.registry import workload_for
 from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
-    DBRIG,
     LEAK_TAG,
     TINY_SCENARIO,
     only_run_dir,
     read_json,
+    spawn_dbrig,
     tiny_scenario,
     write_scenario,
 )
@@ -164,13 +164,10 @@ def test_a_run_through_the_agent_has_a_local_runs_columns_and_outlives_a_lost_ag
     scenario = tiny_scenario(workload={"sysbench": sysbench}, repeat=2, order="sequential")
     path = write_scenario(tmp_path / "s.yaml", scenario)
     out = tmp_path / "runs"
-    child = subprocess.Popen(
-        [str(DBRIG), "run", str(path), "--out", str(out), "--no-report"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
+    child = spawn_dbrig(
+        ["run", path, "--out", out, "--no-report"],
         stderr=subprocess.PIPE,
         text=True,
-        start_new_session=True,
         env={**os.environ, LOCAL_AGENT_ENV: "1"},
     )
     try:

@@ -18,13 +18,13 @@ from dbrig.server.binary import find_server
 from dbrig.server.sandbox import Sandbox
 from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
-    DBRIG,
     TINY_CONFIG,
     one_error_line,
     only_run_dir,
     read_json,
     run_dbrig,
     sigkill_dbrig_mid_trial,
+    spawn_dbrig,
     sysbench_running_in_a_partial_trial,
     tiny_scenario,
     write_scenario,
@@ -77,12 +77,10 @@ def start_dbrig(tmp_path: Path, scenario: dict, *, ignore_sigint: bool = False) 
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     with open(tmp_path / "stdout", "w") as stdout, open(tmp_path / "stderr", "w") as stderr:
-        return subprocess.Popen(
-            [str(DBRIG), "run", str(path), "--out", str(tmp_path / "runs")],
-            stdin=subprocess.DEVNULL,
+        return spawn_dbrig(
+            ["run", path, "--out", tmp_path / "runs"],
             stdout=stdout,
             stderr=stderr,
-            start_new_session=True,
             preexec_fn=ignore if ignore_sigint else None,
         )
 
@@ -238,13 +236,7 @@ def test_a_full_results_disk_stops_the_run_with_exit_3_and_resume_finishes_it(
     path = write_scenario(tmp_path / "full.yaml", scenario)
     out = small_filesystem / "runs"
     with open(tmp_path / "stderr", "w") as stderr:
-        child = subprocess.Popen(
-            [str(DBRIG), "run", str(path), "--no-report"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            start_new_session=True,
-        )
+        child = spawn_dbrig(["run", path, "--no-report"], stderr=stderr)
     try:
         wait_for("sysbench running", lambda: sysbench_running_in_a_partial_trial(out), timeout=90)
         filler = fill(small_filesystem)
