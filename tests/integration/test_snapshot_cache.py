@@ -63,9 +63,12 @@ def test_a_second_run_with_the_cache_skips_init_and_prepare(
     path = write_scenario(tmp_path / "one.yaml", tiny_scenario())
     cache = tmp_path / "cache"
     prepared = []
-    for attempt in ("first", "second"):
+    for attempt, expected in (("first", "no entry yet"), ("second", "no init, no prepare")):
         out = tmp_path / attempt
         args = ["run", str(path), "--out", str(out), "--no-report", "--snapshot-cache", str(cache)]
+        dry = run_main([*args, "--dry-run"], capsys)
+        assert dry.code == 0 and "  snapshot cache: " in dry.out and expected in dry.out
+        assert cache.exists() == (attempt == "second"), "a dry run creates no cache"
         result = run_main(args, capsys)
         assert result.code == 0, result.err
         run = only_run_dir(out)

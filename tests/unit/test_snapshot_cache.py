@@ -13,8 +13,12 @@ from dbrig import ownership
 from dbrig.cli import main
 from dbrig.commands.cache import cache_max_bytes
 from dbrig.errors import ConfigError
+from dbrig.run.datasets import data_set_id
+from dbrig.run.dryrun import CacheView, describe
+from dbrig.scenario import plan_from_dict
 from dbrig.server import cache as sc
 from dbrig.server.binary import ServerBinary
+from dbrig.tools.registry import workload_for
 
 MiB = 2**20
 
@@ -184,3 +188,56 @@ def test_bad_cache_flags_are_one_line_with_exit_2(
     assert code == 2 and "--keep" in err
     with pytest.raises(ConfigError, match="--snapshot-cache-max"):
         cache_max_bytes("fifty")
+
+
+def test_the_run_checks_its_cache_flags_before_anything_even_in_a_dry_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(sc.ENV_DIR, raising=False)
+    monkeypatch.delenv(sc.ENV_MAX, raising=False)
+    dry = ["run", "quickstart", "--dry-run", "--out", str(tmp_path / "runs")]
+    code, _, err = dbrig([*dry, "--snapshot-cache-max", "5Q"], capsys)
+    assert code == 2 and "--snapshot-cache-max: expected a size" in err
+    code, _, err = dbrig([*dry, "--snapshot-cache-max", "5G"], capsys)
+    assert code == 2 and "no snapshot cache to bound" in err
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("not dbrig's")
+    code, _, err = dbrig([*dry, "--snapshot-cache", str(foreign)], capsys)
+    assert code == 2 and "not made by dbrig" in err
+    assert not ownership.is_owned(foreign)
+    monkeypatch.setenv(sc.ENV_MAX, "lots")
+    code, _, err = dbrig(dry, capsys)
+    assert code == 2 and f"{sc.ENV_MAX}: expected a size" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_dry_run_says_which_data_sets_the_cache_holds_and_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    mysqld = tmp_path / "mariadbd"
+    mysqld.write_bytes(b"\x7fELF")
+    binary = ServerBinary(mysqld, "mariadb", "10.11.19", "mariadbd Ver 10.11.19", None, None)
+    plan = plan_from_dict(
+        {
+            "name": "d",
+            "server": {"config": {"innodb_log_file_size": "16M"}},
+            "workload": {"sysbench": {"tables": 1, "table_size": 100, "time": 5}},
+        },
+        seed=1,
+    )
+    _, digest = data_set_id(workload_for(plan.cells[0].scenario.workload))
+    root = tmp_path / "cache"
+    view = CacheView(root, {"default": binary})
+    assert view.line(plan, "default", digest) == (
+        f"snapshot cache: no entry yet: prepared, then kept in {root}"
+    )
+    assert not root.exists()
+    said: list[str] = []
+    entry_key = sc.entry_key(binary, {"innodb_log_file_size": "16M"}, digest)
+    opened(tmp_path, said).store(entry_key, snapshot_of(tmp_path, f"data-{digest}"))
+    line = view.line(plan, "default", digest)
+    assert line is not None and line.startswith(f"snapshot cache: entry {sc.key_digest(entry_key)}")
+    assert line.endswith("no init, no prepare")
+    assert "  " + line in list(describe(plan, view))
+    assert CacheView(root, {}).line(plan, "default", digest) is None  # no server binary

@@ -15,7 +15,14 @@ import click
 
 from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.errors import ConfigError
-from dbrig.server.cache import DEFAULT_MAX_BYTES, ENV_DIR, ENV_MAX, Entry, SnapshotCache
+from dbrig.server.cache import (
+    DEFAULT_MAX_BYTES,
+    ENV_DIR,
+    ENV_MAX,
+    Entry,
+    SnapshotCache,
+    check_cache_dir,
+)
 from dbrig.util.units import parse_size
 
 
@@ -35,6 +42,27 @@ def open_cache(
     if directory is None:
         return None
     return SnapshotCache.open(directory, cache_max_bytes(max_size), say=say)
+
+
+def check_cache_options(
+    directory: Path | None,
+    max_size: str | None,
+    *,
+    max_given: bool,
+    max_name: str = "--snapshot-cache-max",
+) -> None:
+    """The cache flags as ``dbrig run`` reads them, checked without creating anything (a
+    dry run checks the same): a bad size, a directory dbrig may not use, or a maximum given
+    on the command line with no cache to bound. ``max_name`` is where the maximum came from
+    (the flag or its environment variable), for the error."""
+    cache_max_bytes(max_size, max_name)
+    if directory is not None:
+        check_cache_dir(directory)
+    elif max_given:
+        raise ConfigError(
+            "--snapshot-cache-max: there is no snapshot cache to bound",
+            hint=f"give --snapshot-cache DIR too, or set {ENV_DIR}",
+        )
 
 
 def list_entries(directory: Path) -> list[Entry]:

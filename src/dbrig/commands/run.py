@@ -24,7 +24,7 @@ from rich.text import Text
 
 from dbrig import scenario, store
 from dbrig.commands._common import print_warnings
-from dbrig.commands.cache import open_cache
+from dbrig.commands.cache import check_cache_options, open_cache
 from dbrig.commands.completion import complete_run_dir, complete_scenario
 from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.commands.show import print_results
@@ -293,13 +293,18 @@ def _log_to(path: Path) -> None:
 
 
 def print_dry_run(
-    plan: scenario.Plan, out: Path | None = None, checked_dir: Path | None = None
+    plan: scenario.Plan,
+    out: Path | None = None,
+    checked_dir: Path | None = None,
+    snapshot_cache: Path | None = None,
 ) -> None:
     """The cells, the exact commands each would run, the seed, the trial order, and an
     estimate of the wall time from the runs already saved under ``out``; refuses first
-    what the real run would refuse on this host (``checked_dir``: where it would write)."""
-    dryrun.check(plan, checked_dir or out)
-    for line in dryrun.describe(plan):
+    what the real run would refuse on this host (``checked_dir``: where it would write).
+    With ``snapshot_cache``, which data sets the run would take from it."""
+    binaries = dryrun.check(plan, checked_dir or out)
+    cache = dryrun.CacheView(snapshot_cache, binaries) if snapshot_cache else None
+    for line in dryrun.describe(plan, cache):
         click.echo(line)
     for line in estimate.describe(plan, out or Path(plan.scenario.out)):
         click.echo(line)
@@ -377,9 +382,18 @@ def run_command(
     that name runs (see: dbrig examples).
     """
     _say_which_scenario(scenario_file, resume_dir)
+    max_source = click.get_current_context().get_parameter_source("snapshot_cache_max")
+    check_cache_options(
+        snapshot_cache,
+        snapshot_cache_max,
+        max_given=max_source == click.core.ParameterSource.COMMANDLINE,
+        max_name=ENV_MAX
+        if max_source == click.core.ParameterSource.ENVIRONMENT
+        else "--snapshot-cache-max",
+    )
     if dry_run:
         plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed, shard, overrides)
-        print_dry_run(plan, out, resume_dir)
+        print_dry_run(plan, out, resume_dir, snapshot_cache)
         return
     outcome = run_scenario(
         scenario_file,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,19 +17,46 @@ from dbrig.run.preflight import cell_endpoint, check_host, find_binaries
 from dbrig.run.remote import cell_host, display_run
 from dbrig.run.remote import display_endpoint as remote_endpoint
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
+from dbrig.server.binary import ServerBinary
+from dbrig.server.cache import cached_entry, entry_key
 from dbrig.server.sandbox import my_cnf_lines
 from dbrig.tools.base import WorkloadTool, reconnects_itself
 from dbrig.tools.registry import workload_for
 
 
-def check(plan: Plan, out: Path | None = None) -> None:
+def check(plan: Plan, out: Path | None = None) -> dict[str, ServerBinary]:
     """The host checks of the run, before the dry run prints anything: a dry run that
-    passes is a run that starts (a tool that is not installed at all is only named)."""
+    passes is a run that starts (a tool that is not installed at all is only named).
+    Returns the managed servers' binaries found on this machine, by server name."""
     workload_binary, interference_binaries = find_binaries(plan, strict=False)
-    check_host(plan, out, workload_binary, interference_binaries, strict=False)
+    return check_host(plan, out, workload_binary, interference_binaries, strict=False)
 
 
-def describe(plan: Plan) -> Iterator[str]:
+@dataclass(frozen=True)
+class CacheView:
+    """The snapshot cache as a dry run sees it: read, never created or changed."""
+
+    root: Path
+    binaries: dict[str, ServerBinary]  # the managed servers of this machine, by name
+
+    def line(self, plan: Plan, server: str, digest: str) -> str | None:
+        """Whether the run would take data set ``digest`` from the cache, or None for a
+        server that does not use it (external, on another host, binary not found)."""
+        spec = plan.scenario.server_specs[server]
+        binary = self.binaries.get(server)
+        if not isinstance(spec, ManagedServer) or spec.host is not None or binary is None:
+            return None
+        entry = cached_entry(self.root, entry_key(binary, dict(spec.config), digest))
+        if entry is None:
+            return f"snapshot cache: no entry yet: prepared, then kept in {self.root}"
+        used = dt.datetime.fromtimestamp(entry.used).strftime("%Y-%m-%d %H:%M")
+        return (
+            f"snapshot cache: entry {entry.name} ({entry.bytes / 2**30:.2f} GiB, used "
+            f"{used}): no init, no prepare"
+        )
+
+
+def describe(plan: Plan, cache: CacheView | None = None) -> Iterator[str]:
     """The plan's size and seed, each cell's exact commands, then the trial order."""
     trials = plan.trials
     yield (
@@ -42,11 +70,13 @@ def describe(plan: Plan) -> Iterator[str]:
             f"{len(plan.shard.all_cells)} (whole cells; the unsharded order without the "
             "other shards' trials)"
         )
-    yield from describe_commands(plan, plan.short_names())
+    yield from describe_commands(plan, plan.short_names(), cache)
     yield "order: " + " ".join(t.id for t in trials)
 
 
-def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
+def describe_commands(
+    plan: Plan, short_names: dict[str, str], cache: CacheView | None = None
+) -> Iterator[str]:
     """Each cell's factors and the exact commands it would run (built as the run builds them)."""
     workload_binary, interference_binaries = find_binaries(plan, strict=False)
     loads = _data_set_loads(plan)
@@ -58,6 +88,8 @@ def describe_commands(plan: Plan, short_names: dict[str, str]) -> Iterator[str]:
             where = commands.workload.work_root or "beside the run directory"
             yield f"  no server: {commands.workload.title} needs none (works in a folder {where})"
         yield from _prepare_lines(cell, commands.workload, endpoint, workload_binary, loads)
+        if cache is not None:
+            yield from _cache_lines(plan, cell, commands.workload, loads, cache)
         if cell_host(cell) is None:
             yield "  run: " + _shown(commands.argv, cell.scenario.server_specs[cell.server])
         else:  # the tool's name: its path there is found when the run connects
@@ -136,6 +168,22 @@ def _prepare_lines(
     for step in steps:
         argv = _shown(step.argv, spec)
         yield f"  {step.name} ({when}, data set {digest}): {argv}"
+
+
+def _cache_lines(
+    plan: Plan,
+    cell: Cell,
+    workload: WorkloadTool,
+    loads: dict[tuple[str, str], _Loads],
+    cache: CacheView,
+) -> Iterator[str]:
+    """Under the cell that loads a data set first: whether it comes from the cache."""
+    _, digest = data_set_id(workload)
+    loaded = loads.get((cell.server, digest))
+    if not workload.needs_server or loaded is None or loaded.first_cell != cell.id:
+        return
+    if (line := cache.line(plan, cell.server, digest)) is not None:
+        yield f"  {line}"
 
 
 PORT_OPTIONS = ("--mysql-port", "--port")

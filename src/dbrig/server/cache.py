@@ -175,13 +175,7 @@ class SnapshotCache:
     def open(cls, root: Path, max_bytes: int = DEFAULT_MAX_BYTES, **kwargs: Any) -> SnapshotCache:
         """Create or reopen ``root`` (refusing a folder dbrig did not make) and drop what an
         interrupted store left."""
-        if root.exists() and not root.is_dir():
-            raise ConfigError(f"--snapshot-cache {root}: not a directory")
-        if root.is_dir() and any(root.iterdir()) and not is_owned(root):
-            raise ConfigError(
-                f"--snapshot-cache {root}: exists, is not empty and was not made by dbrig "
-                "(no .dbrig-owned marker)"
-            )
+        check_cache_dir(root)
         if not is_owned(root):
             mark_owned(root, role="snapshot-cache")
         cache = cls(root, max_bytes, **kwargs)
@@ -196,7 +190,7 @@ class SnapshotCache:
         for path in self.root.iterdir():
             if path.name.startswith(".") or not path.is_dir():
                 continue
-            entry = self._read_entry(path)
+            entry = read_entry(path)
             if entry is not None:
                 found.append(entry)
         return sorted(found, key=lambda e: e.used)
@@ -207,10 +201,10 @@ class SnapshotCache:
     def fetch(self, key: Mapping[str, Any], target: Path) -> bool:
         """Copy the entry for ``key`` (cloned where possible) to a new snapshot ``target``;
         False on a miss or a damaged entry (then discarded, with a warning)."""
-        path = self.root / key_digest(key)
-        entry = self._read_entry(path) if path.is_dir() else None
-        if entry is None or entry.key != json.loads(json.dumps(key)):
+        entry = cached_entry(self.root, key)
+        if entry is None:
             return False
+        path = entry.path
         self._say_once_if_not_cloning(target.parent)
         staging = target.with_name(target.name + ".copying")
         remove_owned(staging)
@@ -291,21 +285,6 @@ class SnapshotCache:
 
     # -- internals ----------------------------------------------------------------------
 
-    def _read_entry(self, path: Path) -> Entry | None:
-        try:
-            data = json.loads((path / _ENTRY).read_text())
-            used = (path / _ENTRY).stat().st_mtime
-            return Entry(
-                path,
-                dict(data["key"]),
-                int(data["bytes"]),
-                str(data["digest"]),
-                float(data["created"]),
-                used,
-            )
-        except (OSError, ValueError, TypeError, KeyError):
-            return None
-
     def _evict_for(self, size: int) -> None:
         for entry in self.prune(keep_bytes=self.max_bytes - size):
             self.say(
@@ -353,6 +332,44 @@ class SnapshotCache:
             f"dbrig: snapshot cache {self.root} is on another filesystem than {other}: "
             "snapshots are copied to and from it, not cloned"
         )
+
+
+def check_cache_dir(root: Path) -> None:
+    """Refuse a cache directory dbrig may not use (read only: nothing is created)."""
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"--snapshot-cache {root}: not a directory")
+    if root.is_dir() and any(root.iterdir()) and not is_owned(root):
+        raise ConfigError(
+            f"--snapshot-cache {root}: exists, is not empty and was not made by dbrig "
+            "(no .dbrig-owned marker)"
+        )
+
+
+def cached_entry(root: Path, key: Mapping[str, Any]) -> Entry | None:
+    """The complete entry for ``key`` in the cache at ``root``, read only: None for a
+    miss, a cache not made yet, or an entry an interrupted store left unfinished."""
+    path = root / key_digest(key)
+    entry = read_entry(path) if path.is_dir() else None
+    if entry is None or entry.key != json.loads(json.dumps(key)):
+        return None
+    return entry
+
+
+def read_entry(path: Path) -> Entry | None:
+    """The entry kept in ``path``, or None when its ``entry.json`` is missing or unreadable."""
+    try:
+        data = json.loads((path / _ENTRY).read_text())
+        used = (path / _ENTRY).stat().st_mtime
+        return Entry(
+            path,
+            dict(data["key"]),
+            int(data["bytes"]),
+            str(data["digest"]),
+            float(data["created"]),
+            used,
+        )
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
 
 
 def _gib(size: int) -> str:
