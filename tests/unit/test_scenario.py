@@ -484,6 +484,21 @@ def test_invalid_cell_names_its_factors(tmp_path: Path) -> None:
             id="unknown-tool",
         ),
         pytest.param(
+            "name: t\nworkload:\n  sysbench: {tabels: 1}\n",
+            "workload.sysbench.tabels: unknown key; did you mean 'tables'? (expected one of: ",
+            id="misspelt-key",
+        ),
+        pytest.param(
+            "name: t\nworkloads:\n  sysbench: {}\n",
+            "workloads: unknown key; did you mean 'workload'?",
+            id="misspelt-required-key",
+        ),
+        pytest.param(
+            BASE + "matrix:\n  workload.sysbench.thread: [1, 2]\n",
+            "'thread' is not a key of workload.sysbench; did you mean 'threads'?",
+            id="misspelt-matrix-key",
+        ),
+        pytest.param(
             "name: t\nworkload:\n  sysbench: {}\n  mysqlslap: {number_of_queries: 10}\n",
             "workload: name exactly one workload tool "
             "(sysbench, mysqlslap, tpcc, acked_writes); got 2",

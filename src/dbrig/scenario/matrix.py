@@ -287,7 +287,7 @@ def check_path(path: str, raw: Mapping[str, Any], source: str) -> None:
             where = ".".join(parts[:i]) or "the scenario"
             raise ConfigError(
                 f"{source}: matrix: '{path}' names nothing: '{part}' is not a key of {where}"
-                + _expected_keys(annotation)
+                + _expected_keys(annotation, part)
             )
         annotation = child
     _check_names(path, parts, raw, source)

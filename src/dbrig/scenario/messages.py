@@ -6,6 +6,7 @@ type a key path leads to, and which keys a mapping accepts.
 
 from __future__ import annotations
 
+import difflib
 import types
 import typing
 from collections.abc import Sequence
@@ -22,17 +23,20 @@ def describe_error(exc: ValidationError) -> str:
     """One pydantic error as ``key.path: what was expected (got X)``, on one line.
 
     Of the errors under the first one's top-level key, the deepest is the most precise:
-    a union (``matrix``, ``config`` values) reports one error per member it tried.
+    a union (``matrix``, ``config`` values) reports one error per member it tried. An
+    unknown key comes first: a misspelt key is also a required key missing, and the
+    misspelling is what the user has to fix.
     """
     errors = [(e, *_schema_loc(e["loc"])) for e in exc.errors()]
-    top = errors[0][1][:1]
-    candidates = [e for e in errors if e[1][:1] == top]
+    unknown = [e for e in errors if e[0]["type"] == "extra_forbidden"]
+    top = (unknown or errors)[0][1][:1]
+    candidates = [e for e in (unknown or errors) if e[1][:1] == top]
     err, loc, parent = max(candidates, key=lambda e: len(e[1]))
     path = _join_loc(loc) or "scenario"
     kind = err["type"]
     got = err.get("input")
     if kind == "extra_forbidden":
-        return f"{path}: unknown key{_expected_keys(parent)}"
+        return f"{path}: unknown key{_expected_keys(parent, str(loc[-1]))}"
     if kind == "missing":
         return f"{path}: required key is missing"
     if kind == "union_tag_invalid":
@@ -135,11 +139,19 @@ def _unwrap(annotation: Any) -> list[Any]:
     return [annotation]
 
 
-def _expected_keys(annotation: Any) -> str:
-    keys = [
-        field.alias or name
-        for c in _unwrap(annotation)
-        if isinstance(c, type) and issubclass(c, BaseModel)
-        for name, field in c.model_fields.items()
-    ]
-    return f" (expected one of: {', '.join(dict.fromkeys(keys))})" if keys else ""
+def _expected_keys(annotation: Any, unknown: str | None = None) -> str:
+    """`` (expected one of: a, b, c)`` for a mapping's keys, led by the closest to an
+    ``unknown`` one (``did you mean 'threads'?``) when one is close."""
+    keys = list(
+        dict.fromkeys(
+            field.alias or name
+            for c in _unwrap(annotation)
+            if isinstance(c, type) and issubclass(c, BaseModel)
+            for name, field in c.model_fields.items()
+        )
+    )
+    if not keys:
+        return ""
+    close = difflib.get_close_matches(unknown, keys, n=1, cutoff=0.8) if unknown else []
+    guess = f"; did you mean '{close[0]}'?" if close else ""
+    return f"{guess} (expected one of: {', '.join(keys)})"
