@@ -7,6 +7,7 @@ shows its traceback with ``--debug``.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import sys
@@ -38,6 +39,16 @@ class LazyGroup(click.Group):
         if found is None and name in commands.COMMANDS:
             found = commands.load(name)
         return found
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = click.utils.make_str(args[0])
+        if self.get_command(ctx, name) is None and not name.startswith("-"):
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            if close:
+                ctx.fail(f"No such command '{name}'. Did you mean '{close[0]}'?")
+        return super().resolve_command(ctx, args)
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
         names = [

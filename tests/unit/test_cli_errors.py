@@ -123,6 +123,8 @@ def test_neither_a_scenario_nor_resume_is_one_line(
     [
         (["run", "--bogus"], "No such option '--bogus'"),
         (["nope"], "No such command 'nope'"),
+        (["reprot"], "No such command 'reprot'. Did you mean 'report'?"),
+        (["cache", "lsit"], "No such command 'lsit'. Did you mean 'list'?"),
         (["show"], "Missing argument 'RUN_DIR'"),
     ],
 )
