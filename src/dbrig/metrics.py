@@ -513,6 +513,22 @@ def _runner() -> Iterator[Metric]:
     ):
         yield Metric(f"time_{step}_s", f"{label} time", "s", r, "wall-clock time of the step")
     yield Metric(
+        "time_data_set_load_s",
+        "data set load time",
+        "s",
+        r,
+        "a managed server's init, prepare and snapshot of the data set, in the trial that "
+        "first used it (empty in the others)",
+    )
+    yield Metric(
+        "time_data_set_cache_s",
+        "data set from cache time",
+        "s",
+        r,
+        "the data set taken from the snapshot cache instead (copy or clone, digest check), "
+        "in the trial that first used it",
+    )
+    yield Metric(
         "time_workload_start_s",
         "workload start delay",
         "s",

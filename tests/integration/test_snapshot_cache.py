@@ -72,7 +72,16 @@ def test_a_second_run_with_the_cache_skips_init_and_prepare(
         result = run_main(args, capsys)
         assert result.code == 0, result.err
         run = only_run_dir(out)
-        assert (pd.read_csv(run / "results.csv")["status"] == "ok").all()
+        results = pd.read_csv(run / "results.csv")
+        assert (results["status"] == "ok").all()
+        # The load (or the copy from the cache) is said as it happens and timed once.
+        step, said = (
+            ("load", ": loaded in ")
+            if attempt == "first"
+            else ("cache", ": from the snapshot cache")
+        )
+        assert said in result.err
+        assert results[f"time_data_set_{step}_s"].notna().sum() == 1
         prepared.append(sorted(p.name for p in run.glob("servers/*/*.log")))
         prepared[-1] += sorted(p.name for p in run.glob("servers/*/prepare.out"))
     assert "prepare.out" in prepared[0] and "initialize.log" in prepared[0]

@@ -47,12 +47,20 @@ class FakeManaged(ManagedServerHandle):
         self.info = {}
         self.calls = calls
         self.saved: set[str] = set()
+        self.cached: set[str] = set()  # what the snapshot cache holds
 
     def endpoint(self, database: str) -> Endpoint:
         return Endpoint(user="root", database=database, socket="/tmp/sandbox/mysql.sock")
 
     def has_data_set(self, digest: str) -> bool:
         return digest in self.saved
+
+    def take_from_cache(self, digest: str) -> bool:
+        if digest not in self.cached:
+            return False
+        self.calls.append(("take_from_cache", digest))
+        self.saved.add(digest)
+        return True
 
     def load_base(self, database: str) -> None:
         self.calls.append(("load_base", database))
@@ -174,6 +182,7 @@ def test_managed_first_trial_prepares_saves_restores_and_starts_with_the_cells_s
         ("before_start",),
         ("start", cell_spec),
     ]
+    assert timings.pop("data_set_load_s") >= 0  # timed once, by the trial that loads it
     assert timings == {"restore_s": 1.5, "server_start_s": 3.0}
     [(name, argv, out)] = prepares
     assert name == "db1"
@@ -261,7 +270,45 @@ def test_managed_tool_without_prepare_starts_nothing_for_it_but_still_saves_the_
         ("start", spec),
     ]
     assert prepares == []
+    assert timings.pop("data_set_load_s") >= 0
     assert timings == {"restore_s": 1.5, "server_start_s": 3.0}
+
+
+def test_a_data_set_the_snapshot_cache_holds_is_taken_from_it_said_and_timed(
+    tmp_path: Path, calls: list[tuple], prepares: list[tuple]
+) -> None:
+    server = FakeManaged(tmp_path, calls)
+    _, digest = data_set_id(sysbench())
+    server.cached.add(digest)
+    said: list[str] = []
+    ticks = iter([10.0, 10.25])
+
+    timings = ready_for_trial(
+        server, sysbench(), ManagedServer(), BINARY, clock=lambda: next(ticks), say=said.append
+    )
+
+    assert calls[0] == ("take_from_cache", digest) and prepares == []
+    assert timings["data_set_cache_s"] == 0.25 and "data_set_load_s" not in timings
+    assert said == [f"data set {digest}: from the snapshot cache in 0.2 s (no init, no prepare)"]
+
+
+def test_a_data_set_load_is_said_before_and_after(
+    tmp_path: Path, calls: list[tuple], prepares: list[tuple]
+) -> None:
+    server = FakeManaged(tmp_path, calls)
+    _, digest = data_set_id(sysbench())
+    said: list[str] = []
+    ticks = iter([0.0, 612.4])
+    ready_for_trial(
+        server, sysbench(), ManagedServer(), BINARY, clock=lambda: next(ticks), say=said.append
+    )
+    assert said == [
+        f"data set {digest}: loading it on server 'db1' (init, prepare, snapshot)",
+        f"data set {digest}: loaded in 612.4 s; every trial restores it from its snapshot",
+    ]
+    said.clear()
+    ready_for_trial(server, sysbench(), ManagedServer(), BINARY, say=said.append)
+    assert said == []  # restored, not loaded: nothing to say
 
 
 # ----------------------------------------------------------------------------- external

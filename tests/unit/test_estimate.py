@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -58,3 +59,22 @@ def test_external_servers_have_no_setup() -> None:
     external = {"kind": "external", "host": "127.0.0.1", "port": 3306, "user": "u", "reset": "none"}
     plan = _plan(SYSBENCH, server=external)
     assert estimate(plan, History(9.0, 5, None)).total_s == 60
+
+
+def test_data_set_loads_are_timed_from_the_newest_run_of_the_scenario_that_loaded_them(
+    tmp_path: Path,
+) -> None:
+    _saved(tmp_path, "est-20260101-000000", time_data_set_load_s=[100.0, float("nan")])
+    _saved(tmp_path, "est-20260102-000000", time_data_set_load_s=[50.0, 70.0])
+    _saved(tmp_path, "est-20260103-000000", time_data_set_cache_s=[0.5, float("nan")])
+    _saved(tmp_path, "other-20260104-000000", time_data_set_load_s=[9.0])
+    for age, run in enumerate(sorted(tmp_path.iterdir())):
+        results = run / "results.csv"
+        os.utime(results, (1000 + age, 1000 + age))
+    history = read_history(tmp_path, "est")
+    assert history.data_set_load_s == 120.0  # the cache-only run and other scenarios skipped
+    found = estimate(_plan(SYSBENCH), history)
+    assert "plus the data set loads (2m00s in the newest run" in found.lines[-1]
+    assert estimate(_plan(SYSBENCH), History(None, 0, None)).lines[-1] == (
+        "plus the data set loads (prepare) and the report"
+    )

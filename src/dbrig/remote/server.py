@@ -306,6 +306,10 @@ class RemoteServerHandle:
             self._drop_agent()
         return bool(self.call("has_data_set", WORK_TIMEOUT_S, digest=digest))
 
+    def take_from_cache(self, digest: str) -> bool:
+        """The snapshot cache serves servers of this machine only."""
+        return False
+
     def load_base(self, database: str) -> None:
         self.call("load_base", WORK_TIMEOUT_S, database=database)
 

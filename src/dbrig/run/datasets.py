@@ -88,18 +88,20 @@ def ready_for_trial(
     binary: Path,
     before_start: Callable[[], None] = lambda: None,
     clock: Callable[[], float] = time.monotonic,
+    say: Callable[[str], None] = lambda line: None,
 ) -> dict[str, float]:
-    """The server started (or reached) with the workload's data in place; the timings."""
+    """The server started (or reached) with the workload's data in place; the timings.
+    ``say`` gets a line before and after a data set load, which can take many minutes."""
     if isinstance(server, WorkDirHandle):
         timings = _ready_workdir(server, workload, binary, clock)
         before_start()
         return timings
     if isinstance(server, ManagedServerHandle | RemoteServerHandle):
         assert isinstance(spec, ManagedServer)
-        return _ready_managed(server, workload, spec, binary, before_start)
+        return _ready_managed(server, workload, spec, binary, before_start, clock, say)
     assert isinstance(spec, ExternalServer)
     before_start()
-    return _ready_external(server, workload, spec, binary, clock)
+    return _ready_external(server, workload, spec, binary, clock, say)
 
 
 def _ready_managed(
@@ -108,13 +110,39 @@ def _ready_managed(
     spec: ManagedServer,
     binary: Path,
     before_start: Callable[[], None],
+    clock: Callable[[], float],
+    say: Callable[[str], None],
 ) -> dict[str, float]:
     key, digest = data_set_id(workload)
+    timings = {}
     if not server.has_data_set(digest):
-        _prepare_managed(server, workload, binary, key, digest)
+        timings = _load_managed(server, workload, binary, key, digest, clock, say)
     restored = server.restore_data_set(digest)
     before_start()  # after the restore (which fills the page cache), before the start
-    return {"restore_s": restored, **server.start(spec)}
+    return {**timings, "restore_s": restored, **server.start(spec)}
+
+
+def _load_managed(
+    server: ManagedHandle,
+    workload: WorkloadTool,
+    binary: Path,
+    key: tuple,
+    digest: str,
+    clock: Callable[[], float],
+    say: Callable[[str], None],
+) -> dict[str, float]:
+    """Data set ``digest`` snapshotted on the server's first use of it: from the snapshot
+    cache, else initialised and prepared (the timing of whichever it was)."""
+    started = clock()
+    if server.take_from_cache(digest):
+        took = clock() - started
+        say(f"data set {digest}: from the snapshot cache in {took:.1f} s (no init, no prepare)")
+        return {"data_set_cache_s": took}
+    say(f"data set {digest}: loading it on server '{server.name}' (init, prepare, snapshot)")
+    _prepare_managed(server, workload, binary, key, digest)
+    took = clock() - started
+    say(f"data set {digest}: loaded in {took:.1f} s; every trial restores it from its snapshot")
+    return {"data_set_load_s": took}
 
 
 def _prepare_managed(
@@ -138,12 +166,15 @@ def _ready_external(
     spec: ExternalServer,
     binary: Path,
     clock: Callable[[], float],
+    say: Callable[[str], None],
 ) -> dict[str, float]:
     server.describe_once()
     _, digest = data_set_id(workload)
     loaded = server.loaded(workload.database) == digest
     if not spec.prepare or (loaded and not prepared_before_every_trial(spec)):
         return {}
+    if not prepared_before_every_trial(spec):
+        say(f"data set {digest}: loading it into '{workload.database}' on server '{server.name}'")
     started = clock()
     server.ensure_database(workload.database)
     # Should a step fail, the old data set is gone too: the next trial must load again.
@@ -151,7 +182,10 @@ def _ready_external(
     for step in prepare_steps(workload, spec, client_endpoint(server, workload), binary):
         run_prepare(server.name, step.argv, server.home / step.output)
     server.mark_loaded(workload.database, digest)
-    return {"reset_s": clock() - started}
+    took = clock() - started
+    if not prepared_before_every_trial(spec):
+        say(f"data set {digest}: loaded in {took:.1f} s")
+    return {"reset_s": took}
 
 
 def _ready_workdir(

@@ -32,24 +32,33 @@ class History:
     setup_s: float | None  # restore + start + stop (+ reset), median per trial
     setup_trials: int
     workload_s: float | None  # the workload's wall time, same scenario name only
+    # init + prepare + snapshot of every data set in the newest run of the same scenario
+    # that loaded any (not one that took them all from the snapshot cache)
+    data_set_load_s: float | None = None
 
 
 def read_history(out: Path, scenario_name: str) -> History:
     """Medians over the newest saved runs under ``out`` (nothing saved: all None)."""
     setups: list[float] = []
     workloads: list[float] = []
+    loads: list[float] = []  # per run of this scenario, newest first
     for results in _recent_results(out):
         frame = pd.read_csv(results)
         ok = frame[frame.get("status", "ok") == "ok"] if "status" in frame else frame
         setup_columns = [c for c in SETUP_COLUMNS if c in ok]
         if setup_columns:
             setups += [float(v) for v in ok[setup_columns].sum(axis=1, min_count=1).dropna()]
-        if results.parent.name.startswith(f"{scenario_name}-") and "time_workload_s" in ok:
+        if not results.parent.name.startswith(f"{scenario_name}-"):
+            continue
+        if "time_workload_s" in ok:
             workloads += [float(v) for v in ok["time_workload_s"].dropna()]
+        if "time_data_set_load_s" in frame and frame["time_data_set_load_s"].notna().any():
+            loads.append(float(frame["time_data_set_load_s"].sum()))
     return History(
         statistics.median(setups) if setups else None,
         len(setups),
         statistics.median(workloads) if workloads else None,
+        loads[0] if loads else None,
     )
 
 
@@ -102,7 +111,14 @@ def estimate(plan: Plan, history: History) -> Estimate:
             f"{unknown} trials run a fixed amount of work and no earlier run of this scenario "
             "timed it: not counted"
         )
-    lines.append("plus the data set loads (prepare) and the report")
+    if history.data_set_load_s is None:
+        lines.append("plus the data set loads (prepare) and the report")
+    else:
+        lines.append(
+            f"plus the data set loads ({_duration(history.data_set_load_s)} in the newest run "
+            "of this scenario that loaded them; nothing for those a snapshot cache holds) and "
+            "the report"
+        )
     return Estimate(load_s + setup_s, tuple(lines))
 
 

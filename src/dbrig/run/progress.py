@@ -82,6 +82,10 @@ class Progress:
         suffix = f"  (ETA {_fmt_duration(eta)})" if eta is not None else ""
         self.emit(f"[{self.done + 1}/{self.total}] {trial.id} {label}{suffix}")
 
+    def note(self, line: str) -> None:
+        """A step of the trial in progress worth a line of its own (a data set load)."""
+        self.emit(f"    {line}")
+
     def finished(self, trial: Trial, status: str, detail: str) -> None:
         self.done += 1
         self.emit(f"    {_STATUS_SUFFIX.get(status, status)}: {detail}")

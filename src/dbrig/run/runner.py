@@ -138,7 +138,8 @@ class Runner:
             self.results = store.ResultsLog.open(self.run)
             for trial in trials:
                 progress.starting(trial, trial.cell.label(self.short_names))
-                record = self._execute_one(trial, functools.partial(progress.following, trial))
+                follow = functools.partial(progress.following, trial)
+                record = self._execute_one(trial, follow, progress.note)
                 progress.finished(trial, record.status, self._detail(record))
                 ok += record.status == "ok"
                 failed += record.status != "ok"
@@ -163,10 +164,15 @@ class Runner:
             )
         return summary
 
-    def _execute_one(self, trial: Trial, follow: Follow | None = None) -> TrialRecord:
+    def _execute_one(
+        self,
+        trial: Trial,
+        follow: Follow | None = None,
+        say: Callable[[str], None] = lambda line: None,
+    ) -> TrialRecord:
         with self.run.writing_trial(trial.id) as folder:
             server = self._server(trial.cell.server)
-            record = TrialExecutor(self.context, server, trial, folder, follow).execute()
+            record = TrialExecutor(self.context, server, trial, folder, follow, say).execute()
             result = record.to_result(self.short_names)
             self.run.write_trial(folder, result)
         assert self.results is not None

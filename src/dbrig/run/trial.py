@@ -138,9 +138,13 @@ class TrialExecutor:
         trial: Trial,
         folder: Path,
         follow: Follow | None = None,
+        say: Callable[[str], None] = lambda line: None,
     ) -> None:
+        """``follow`` gets the workload's live status; ``say``, a line of progress outside
+        the workload (a data set load can take many minutes)."""
         self.context = context
         self.follow = follow
+        self.say = say
         self.server = server
         self.trial = trial
         self.cell: Cell = trial.cell
@@ -170,6 +174,7 @@ class TrialExecutor:
                 self.context.workload_binary,
                 before_start=self._apply_system,
                 clock=self.context.clock,
+                say=self.say,
             )
             self.record.timings.update(timings)
             self.record.effective_config = self.server.effective(spec)

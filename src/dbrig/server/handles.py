@@ -139,15 +139,16 @@ class ManagedServerHandle:
         return self.sandbox.endpoint(database)
 
     def has_data_set(self, digest: str) -> bool:
-        """True if data set ``digest`` is snapshotted here, or could be taken from the
-        snapshot cache (then it now is: init and prepare are skipped)."""
-        target = self._data_set_path(digest)
-        if target.exists():
-            return True
+        """True if data set ``digest`` is snapshotted here."""
+        return self._data_set_path(digest).exists()
+
+    def take_from_cache(self, digest: str) -> bool:
+        """Snapshot data set ``digest`` from the snapshot cache if it holds it (then init
+        and prepare are skipped); False without a cache or on a miss."""
         if self.cache is None:
             return False
         self.snapshots.mkdir(parents=True, exist_ok=True)
-        return self.cache.fetch(self._cache_key(digest), target)
+        return self.cache.fetch(self._cache_key(digest), self._data_set_path(digest))
 
     def load_base(self, database: str) -> None:
         """The freshly initialised datadir (made on first use), ready for a prepare."""
