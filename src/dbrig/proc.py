@@ -465,11 +465,14 @@ def capture(
 
 
 def feed(child: Child, data: bytes, *, close: bool = False) -> None:
-    """Write ``data`` to a child's stdin pipe (a child that already exited is not an error)."""
+    """Write ``data`` to a child's stdin pipe (a child that already exited is not an error:
+    its pipe is broken, or closed when it was reaped)."""
     stdin = child.popen.stdin
     if stdin is None:
         raise ValueError("the child was started without stdin_pipe")
-    with contextlib.suppress(BrokenPipeError, OSError):
+    if stdin.closed:
+        return
+    with contextlib.suppress(BrokenPipeError, OSError, ValueError):  # ValueError: closed since
         stdin.write(data)
         stdin.flush()
         if close:

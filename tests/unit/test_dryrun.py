@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from dbrig.run.commands import interference_limit_s, workload_timeout_s
-from dbrig.run.dryrun import describe
+from dbrig.run.dryrun import check, describe
+from dbrig.run.preflight import Toolbox
 from dbrig.scenario import plan_from_dict
 
 SYSBENCH = {"test": "oltp_read_write", "tables": 1, "table_size": 100, "time": 10}
@@ -106,3 +108,32 @@ def test_my_cnf_lines_are_shown_as_written() -> None:
         }
     )
     assert "  my.cnf: log_bin, slow_query_log=ON, sync_binlog=1" in lines
+
+
+def test_stress_ng_on_another_host_is_shown_behind_ssh_and_its_cores_are_not_this_hosts() -> None:
+    """Its cores are checked against that host by preflight, not against this one; the
+    binary is named, its path there is found when the run connects."""
+    raw = {
+        "name": "d",
+        "hosts": {"db1": {"ssh": "bench@db1"}},
+        "workload": {"sysbench": SYSBENCH},
+        "interference": {"stress-ng": {"cpu": 1, "taskset": [4095], "host": "db1"}},
+    }
+    plan = plan_from_dict(raw, seed=3)
+    check(plan)
+    shown = next(ln for ln in describe(plan) if ln.startswith("  interference: "))
+    assert shown.startswith("  interference: ssh bench@db1 -- stress-ng --cpu 1 ")
+    assert "--taskset 4095" in shown
+
+
+def test_a_toolbox_names_the_version_of_stress_ng_on_each_host() -> None:
+    box = Toolbox(
+        workload=Path("/usr/bin/sysbench"),
+        workload_version="sysbench 1.0.20",
+        interference={"stress-ng@db1": Path("/usr/bin/stress-ng")},
+        interference_versions={"stress-ng@db1": "stress-ng, version 0.15.06"},
+        servers={},
+    )
+    assert box.uses_other_hosts
+    versions = box.versions()
+    assert versions["stress-ng"] is None and versions["stress-ng@db1"].endswith("0.15.06")

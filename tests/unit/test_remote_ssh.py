@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dbrig import ownership
+from dbrig import ownership, proc
 from dbrig.errors import ConfigError
 from dbrig.remote.ssh import (
     TIMES_MARKER,
@@ -24,10 +24,13 @@ from dbrig.remote.ssh import (
     remove_orphaned_control_dirs,
     secret_preamble,
     ssh_options,
+    stop_wrapped,
     wrapped,
 )
 from dbrig.run.remote import check_client_hosts
 from dbrig.scenario import plan_from_dict
+from dbrig.tools.base import interference_host
+from dbrig.tools.registry import interference_for
 
 TARGET = SshTarget("db1", "root@db1", 2222, {"IdentityFile": "/k", "ConnectTimeout": "3"})
 
@@ -129,6 +132,38 @@ def test_the_wrapper_reports_its_commands_times() -> None:
     assert user is not None and system is not None
 
 
+def test_a_wrapped_command_stopped_at_stdins_eof_still_reports_its_code_and_times(
+    tmp_path: Path,
+) -> None:
+    """The stop an interference tool gets: stdin closed, the command ends on SIGTERM as
+    stress-ng does (metrics printed, exit 0), and the wrapper reports its CPU times."""
+    burn = 'trap "echo stopped; exit 0" TERM; echo started; while :; do :; done'
+    argv = wrapped(["sh", "-c", burn], report_times=True)
+    out = tmp_path / "out"
+    child = proc.spawn(argv, stdout=out, merge_stderr=True, stdin_pipe=True)
+    try:
+        deadline = time.monotonic() + 10
+        while "started" not in out.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # some CPU to count
+    finally:
+        finished = stop_wrapped(child)
+    text, user, system = client_times(out.read_text())
+    assert finished.returncode == 0, text
+    assert text == "started\nstopped\n"
+    assert user is not None and system is not None and user + system > 0
+    deadline = time.monotonic() + 10  # its watcher notices within a second, then kills
+    while _group_alive(child.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _group_alive(child.pid), "nothing of its group is left"
+
+
+def test_stopping_a_wrapped_command_that_already_ended_is_not_an_error(tmp_path: Path) -> None:
+    child = proc.spawn(wrapped(["true"]), stdout=tmp_path / "out", stdin_pipe=True)
+    child.wait(30)
+    assert stop_wrapped(child).returncode == 0
+
+
 def test_sshs_complaint_is_its_last_line() -> None:
     text = "Warning: added\nroot@db1: Permission denied (publickey).\n\n"
     assert connection_error(text) == "root@db1: Permission denied (publickey)."
@@ -169,6 +204,30 @@ def test_a_matrix_of_client_hosts_is_checked_per_cell() -> None:
     data = scenario(matrix={"workload.sysbench.host": [None, "load1", "nope"]})
     with pytest.raises(ConfigError, match="'nope' is not a key of hosts"):
         plan_from_dict(data, source="s.yaml")
+
+
+def test_an_interference_host_must_be_named_in_hosts_also_as_a_matrix_factor() -> None:
+    stress = {"cpu": 1, "host": "load1"}
+    plan = plan_from_dict(scenario(interference={"stress-ng": stress}), source="s.yaml")
+    assert interference_host(interference_for(plan.cells[0].scenario.interference)[0]) == "load1"
+    bad = scenario(interference={"stress-ng": {**stress, "host": "db9"}})
+    with pytest.raises(ConfigError) as raised:
+        plan_from_dict(bad, source="s.yaml")
+    assert "interference.stress-ng.host: 'db9' is not a key of hosts: (known: load1)" in str(
+        raised.value
+    )
+    cells = scenario(
+        interference={"stress-ng": {"cpu": 1}},
+        matrix={"interference.stress-ng.host": [None, "load1"]},
+    )
+    plan = plan_from_dict(cells, source="s.yaml")
+    hosts = [interference_host(interference_for(c.scenario.interference)[0]) for c in plan.cells]
+    assert hosts == [None, "load1"]
+    cells["matrix"] = {"interference.stress-ng.host": ["load1", "nope"]}
+    with pytest.raises(
+        ConfigError, match=r"cell interference\.stress-ng\.host=nope: .*'nope' is not"
+    ):
+        plan_from_dict(cells, source="s.yaml")
 
 
 def test_dbrigs_own_ssh_options_are_refused() -> None:

@@ -9,8 +9,11 @@ Remote processes never outlive the run. Every command runs under :data:`WRAPPER`
 few lines of POSIX sh that start it in the background and watch their own stdin, a pipe
 dbrig holds open: at EOF (dbrig stopped the local ``ssh``, the connection dropped, or
 dbrig died and the kernel closed the pipe) the wrapper sends SIGTERM to its process
-group, then SIGKILL once the command is gone (5 s at most). The group is the ssh
-session's: sshd makes each session its own, and the remote command line starts with
+group, waits for the command and reports as if it had ended by itself (its exit code,
+and its CPU times when asked: a stopped stress-ng's count), then SIGKILLs the group once
+the wrapper is gone (5 s at most). So closing the local ``ssh``'s stdin stops the command
+cleanly (:func:`stop_wrapped`); killing the local ``ssh`` stops it too, unreported. The
+group is the ssh session's: sshd makes each session its own, and the remote command line starts with
 ``exec`` so the wrapper is its leader. The wrapper signals the group numbered by its own
 pid, so run anywhere it is not a group leader, it signals nothing (never its caller's).
 ``ssh -tt`` would give SIGHUP on hang-up too, but a terminal merges stderr into stdout
@@ -67,16 +70,17 @@ _TIMES = re.compile(
 # One line, so any login shell (csh too) passes it to sh unchanged.
 WRAPPER = "; ".join(
     [
-        'd=$1; f=$2; t=$3; shift 3; trap "exit 143" TERM HUP INT',
+        'd=$1; f=$2; t=$3; s=; shift 3; trap "exit 143" TERM HUP INT',
         'if [ -n "$d" ]; then umask 077; mkdir "$d" || exit 125; trap "rm -rf \\"$d\\"" EXIT'
         '; IFS= read -r n || exit 125; dd of="$d/$f" bs=1 count="$n" 2>/dev/null || exit 125; fi',
         "exec 3<&0 </dev/null",
-        '"$@" & c=$!',
+        'trap "s=1" TERM HUP INT; "$@" & c=$!',
         "{ trap '' TERM; while read -r _; do :; done <&3; kill -TERM -$$"
         f"; for i in {' '.join(map(str, range(STOP_GRACE_S)))}"
-        '; do kill -0 "$c" || break; sleep 1; done'
+        "; do kill -0 $$ || break; sleep 1; done"
         '; [ -z "$d" ] || rm -rf "$d"; kill -KILL -$$; } >/dev/null 2>&1 & w=$!',
-        'wait "$c"; r=$?; kill -KILL "$w" 2>/dev/null',
+        'wait "$c"; r=$?; while [ -n "$s" ] && kill -0 "$c" 2>/dev/null; do wait "$c"; r=$?; done',
+        '[ -n "$s" ] || kill -KILL "$w" 2>/dev/null',
         f'if [ -n "$t" ]; then echo {TIMES_MARKER} >&2; times >&2; fi; exit "$r"',
     ]
 )
@@ -198,6 +202,15 @@ def secret_preamble(secret: RemoteSecret | None) -> bytes:
         return b""
     data = secret.text.encode()
     return f"{len(data)}\n".encode() + data
+
+
+def stop_wrapped(child: proc.Child, grace_s: float = STOP_GRACE_S + 10) -> proc.Finished:
+    """Stop a command :meth:`SshHost.spawn` started so that it still reports: close its
+    stdin (the wrapper stops the remote group, waits for the command, prints its times),
+    wait for the local ``ssh`` to end, and stop it after ``grace_s`` (a silent link)."""
+    proc.feed(child, b"", close=True)
+    done = child.wait(grace_s)
+    return done if done is not None else child.stop(grace_s=5)
 
 
 def connection_error(text: str) -> str:

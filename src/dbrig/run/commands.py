@@ -12,7 +12,13 @@ from pathlib import Path
 
 from dbrig.endpoint import Endpoint
 from dbrig.scenario import Scenario
-from dbrig.tools.base import InterferenceTool, WorkloadTool, client_cpus, pinned_argv
+from dbrig.tools.base import (
+    InterferenceTool,
+    WorkloadTool,
+    client_cpus,
+    interference_host,
+    pinned_argv,
+)
 from dbrig.tools.registry import interference_for, workload_for
 
 # A run with no time limit of its own (a fixed number of events or queries) may take this long.
@@ -25,6 +31,7 @@ class InterferenceCommand:
     argv: list[str]
     limit_s: int
     role: str  # its key in trial.json's commands and its label in the dry run
+    host: str | None = None  # the key of hosts: it runs on over ssh; None: this machine
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,13 @@ class TrialCommands:
     argv: list[str]
     timeout_s: float  # the workload is stopped and the trial failed after this long
     interference: list[InterferenceCommand]
+
+
+def binary_key(tool: InterferenceTool) -> str:
+    """Where the run keeps the tool's binary: its YAML key, or ``<key>@<host>`` for the
+    one found on another host (run.json names its version so)."""
+    host = interference_host(tool)
+    return tool.key if host is None else f"{tool.key}@{host}"
 
 
 def workload_timeout_s(expected_s: float | None, events_timeout_s: float) -> float:
@@ -64,9 +78,10 @@ def trial_commands(
     interference = [
         InterferenceCommand(
             tool,
-            tool.argv(interference_binaries[tool.key], limit),
+            tool.argv(interference_binaries[binary_key(tool)], limit),
             limit,
             "interference" if len(tools) == 1 else f"interference.{tool.key}",
+            interference_host(tool),
         )
         for tool in tools
     ]

@@ -11,7 +11,7 @@ from dbrig import proc
 from dbrig.endpoint import Endpoint
 from dbrig.remote.server import AGENT_MODULE, BENCHMARK_USER, REMOTE_HOME_ROOT, server_address
 from dbrig.run import faults
-from dbrig.run.commands import trial_commands
+from dbrig.run.commands import InterferenceCommand, trial_commands
 from dbrig.run.datasets import data_set_id, prepare_steps, prepared_before_every_trial
 from dbrig.run.preflight import cell_endpoint, check_host, find_binaries
 from dbrig.run.remote import cell_host, display_run
@@ -99,7 +99,7 @@ def describe_commands(
             )
             yield "  run: " + display_run(plan, cell, proc.redact(remote.argv))
         for interference in commands.interference:
-            yield f"  {interference.role}: " + " ".join(proc.redact(interference.argv))
+            yield f"  {interference.role}: " + _interference_line(plan, interference)
         yield from _where_lines(plan, cell.server)
         yield from _server_lines(cell.scenario.server_specs[cell.server])
         rides_through = reconnects_itself(commands.workload)
@@ -110,6 +110,15 @@ def describe_commands(
             yield "  system: " + ", ".join(
                 f"{k}={v}" for k, v in settings.model_dump(exclude_defaults=True).items()
             )
+
+
+def _interference_line(plan: Plan, command: InterferenceCommand) -> str:
+    """Its command, after ``ssh <destination> --`` when it runs on another host (the
+    tool's name there: its path is found when the run connects)."""
+    text = " ".join(proc.redact(command.argv))
+    if command.host is None:
+        return text
+    return f"ssh {plan.scenario.hosts[command.host].ssh} -- {text}"
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,26 @@ from dbrig.errors import ConfigError, ToolMissing
 from dbrig.host import probe
 from dbrig.host import settings as host_settings
 from dbrig.remote.server import BENCHMARK_USER
-from dbrig.run.commands import trial_commands
-from dbrig.run.remote import ClientTool, check_client_hosts, check_server_hosts, remote_servers
+from dbrig.run.commands import binary_key, trial_commands
+from dbrig.run.remote import (
+    ClientTool,
+    check_client_hosts,
+    check_interference_hosts,
+    check_server_hosts,
+    remote_servers,
+)
 from dbrig.run.workdir import check_work_parent
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary, find_server
 from dbrig.server.external import ExternalConnection
-from dbrig.tools.base import SizedDataSet, ToolInfo, WorkloadTool, client_cpus, client_host
+from dbrig.tools.base import (
+    SizedDataSet,
+    ToolInfo,
+    WorkloadTool,
+    client_cpus,
+    client_host,
+    interference_host,
+)
 from dbrig.tools.registry import INTERFERENCE_TOOLS, interference_for, workload_for
 
 
@@ -33,21 +46,30 @@ class Toolbox:
 
     workload: Path
     workload_version: str | None
-    interference: dict[str, Path]  # by the tool's YAML key: only the tools some cell uses
+    # Only the tools some cell uses, by binary_key: the YAML key, ``<key>@<host>`` for the
+    # binary on another host (``interference.<tool>.host``).
+    interference: dict[str, Path]
     interference_versions: dict[str, str | None]
     servers: dict[str, ServerBinary]
     # The workload's binary on each client host (``workload.<tool>.host``), by name.
     remote_workload: dict[str, ClientTool] = field(default_factory=dict)
 
     def versions(self) -> dict[str, str | None]:
-        """For run.json: the workload's, every interference tool's (None when unused),
-        each server's version line, and the workload's on each client host."""
+        """For run.json: the workload's, every interference tool's (None when unused) and
+        its version on each host it runs on, each server's version line, and the
+        workload's on each client host."""
         return {
             "workload": self.workload_version,
             **{key: self.interference_versions.get(key) for key in INTERFERENCE_TOOLS},
+            **{k: v for k, v in self.interference_versions.items() if "@" in k},
             **{f"server:{n}": b.version_line for n, b in self.servers.items()},
             **{f"workload@{n}": t.version for n, t in self.remote_workload.items()},
         }
+
+    @property
+    def uses_other_hosts(self) -> bool:
+        """A client or an interference tool runs on another host (over ssh)."""
+        return bool(self.remote_workload) or any("@" in k for k in self.interference)
 
 
 def preflight(plan: Plan, out: Path | None = None) -> Toolbox:
@@ -55,11 +77,14 @@ def preflight(plan: Plan, out: Path | None = None) -> Toolbox:
     workload, interference = find_binaries(plan, strict=True)
     servers = check_host(plan, out, workload, interference, strict=True)
     remote = check_client_hosts(plan)
+    elsewhere = check_interference_hosts(plan)
+    versions = {k: probe.tool_version(p) for k, p in interference.items() if k not in elsewhere}
+    versions.update({k: tool.version for k, tool in elsewhere.items()})
     return Toolbox(
         workload=workload,
         workload_version=probe.tool_version(workload),
-        interference=interference,
-        interference_versions={k: probe.tool_version(p) for k, p in interference.items()},
+        interference={**interference, **{k: Path(t.path) for k, t in elsewhere.items()}},
+        interference_versions=versions,
         servers=servers,
         remote_workload=remote,
     )
@@ -80,7 +105,8 @@ def check_host(
         cpu_count = os.cpu_count() or 1
         for cell in plan.cells:
             for tool in interference_for(cell.scenario.interference):
-                tool.check_host(cpu_count)
+                if interference_host(tool) is None:  # another host's cores: preflight's
+                    tool.check_host(cpu_count)
             tool = workload_for(cell.scenario.workload)
             if client_host(tool) is None:  # a remote client's cores: check_client_hosts
                 _check_client_cores(tool, cpu_count)
@@ -147,14 +173,20 @@ def _server_binary(plan: Plan, spec: ManagedServer, strict: bool) -> ServerBinar
 
 
 def find_binaries(plan: Plan, *, strict: bool) -> tuple[Path, dict[str, Path]]:
-    """The workload's binary and each used interference tool's, by YAML key.
+    """The workload's binary and each used interference tool's, by :func:`binary_key`.
 
     ``strict=False`` (the dry run) names a tool that is not installed by its first
     binary name instead of refusing.
     """
     workload = workload_for(plan.scenario.workload)
-    used = {t.key: t for c in plan.cells for t in interference_for(c.scenario.interference)}
-    binaries = {key: _binary(tool.info, strict) for key, tool in used.items()}
+    used = {binary_key(t): t for c in plan.cells for t in interference_for(c.scenario.interference)}
+    binaries = {
+        # on another host: its name until preflight finds it there (check_interference_hosts)
+        key: _binary(tool.info, strict)
+        if interference_host(tool) is None
+        else Path(tool.info.binaries[0])
+        for key, tool in used.items()
+    }
     return _binary(workload.info, strict), binaries
 
 

@@ -46,12 +46,19 @@ from dbrig.remote.ssh import (
     connection_error,
     new_secret,
 )
+from dbrig.run.commands import binary_key
 from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan, Scenario
 from dbrig.server.binary import ServerBinary
 from dbrig.server.handles import ExternalServerHandle, ServerHandle
-from dbrig.tools.base import WorkloadTool, client_cpus, client_host
-from dbrig.tools.registry import workload_for
+from dbrig.tools.base import (
+    InterferenceTool,
+    WorkloadTool,
+    client_cpus,
+    client_host,
+    interference_host,
+)
+from dbrig.tools.registry import interference_for, workload_for
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +102,12 @@ class RemoteRun:
 
     def saved_argv(self, argv: list[str]) -> list[str]:
         """trial.json's record of the command: where it ran, then what ran there."""
-        return ["ssh", self.host.target.destination, "--", *argv]
+        return saved_argv(self.host, argv)
+
+
+def saved_argv(host: SshHost, argv: list[str]) -> list[str]:
+    """trial.json's record of a command run on ``host``: where it ran, then what ran there."""
+    return ["ssh", host.target.destination, "--", *argv]
 
 
 @contextmanager
@@ -281,6 +293,63 @@ def _check_one_host(host: SshHost, cells: list[Cell]) -> ClientTool:
                 f"workload.{workload.key}.cpus: core {max(pinned)} does not exist on "
                 f"{host.target.label} ({count} cores: 0-{count - 1})"
             )
+    code, output = host.run([binary, *info.version_args], wrap=False)
+    lines = output.strip().splitlines()
+    return ClientTool(binary, lines[0] if code == 0 and lines else None)
+
+
+def interference_hosts(plan: Plan) -> dict[str, list[InterferenceTool]]:
+    """The interference tools of the cells that run on another host, by :func:`binary_key`
+    (``stress-ng@db1``): one entry per tool and host, with every cell's block."""
+    used: dict[str, list[InterferenceTool]] = {}
+    for cell in plan.cells:
+        for tool in interference_for(cell.scenario.interference):
+            if interference_host(tool) is not None:
+                used.setdefault(binary_key(tool), []).append(tool)
+    return used
+
+
+def check_interference_hosts(plan: Plan) -> dict[str, ClientTool]:
+    """Every host that runs interference answers and has the tool and the cores it is
+    pinned to; the tool's binary there, by :func:`binary_key`. One line naming the key and
+    the host otherwise (the run has not started)."""
+    found: dict[str, ClientTool] = {}
+    for key, tools in sorted(interference_hosts(plan).items()):
+        name = interference_host(tools[0])
+        assert name is not None
+        host = SshHost(target(plan.scenario, name))
+        try:
+            found[key] = _check_interference_host(host, tools)
+        except (SshError, ConfigError) as exc:
+            raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
+        finally:
+            host.close()
+    return found
+
+
+def _check_interference_host(host: SshHost, tools: list[InterferenceTool]) -> ClientTool:
+    key = f"interference.{tools[0].key}"
+    try:
+        host.check_reachable()
+        binary = host.which(tools[0].info.binaries)
+    except SshError as exc:
+        raise SshError(f"{key}.host: {exc.message}", hint=exc.hint) from None
+    info = tools[0].info
+    if binary is None:
+        raise ConfigError(
+            f"{key}.host: {host.target.label}: {' or '.join(info.binaries)} not found there",
+            hint=f"install the Debian package '{info.package}' on {host.target.destination}",
+        )
+    pinned = {core for tool in tools for core in tool.pinned_cores() or ()}
+    count = host.cpu_count() if pinned else None
+    if count is not None:
+        if max(pinned) >= count:
+            raise ConfigError(
+                f"{key}.taskset: core {max(pinned)} does not exist on {host.target.label} "
+                f"({count} cores: 0-{count - 1})"
+            )
+        for tool in tools:  # the rest of its checks: cores listed twice, workers sharing one
+            tool.check_host(count)
     code, output = host.run([binary, *info.version_args], wrap=False)
     lines = output.strip().splitlines()
     return ClientTool(binary, lines[0] if code == 0 and lines else None)

@@ -96,7 +96,7 @@ class Runner:
             system=host_settings.SystemState(device) if uses_system else None,
             events_timeout_s=events_timeout_s,
             remote=RemoteClients(plan.scenario, tools.remote_workload)
-            if tools.remote_workload
+            if tools.uses_other_hosts
             else None,
         )
 

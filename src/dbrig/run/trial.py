@@ -42,7 +42,7 @@ from dbrig.run.commands import (
 from dbrig.run.datasets import AnyHandle, client_endpoint, ready_for_trial
 from dbrig.run.faults import FaultInjector, resilient_status
 from dbrig.run.interference import InterferenceRun
-from dbrig.run.remote import RemoteClients, RemoteRun, lost_connection, remote_run
+from dbrig.run.remote import RemoteClients, RemoteRun, lost_connection, remote_run, saved_argv
 from dbrig.run.startwatch import StartWatch
 from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, Trial
@@ -242,7 +242,7 @@ class TrialExecutor:
             assert self.context.remote is not None
             binary = self.context.remote.binaries[remote.host.name]
             commands = self._commands(remote.endpoint, Path(binary))
-        pinned = next((p for c in commands.interference if (p := c.tool.pinned_cores())), None)
+        pinned = self._sampled_pinned_cores(commands)
         self.record.commands["workload"] = (
             commands.argv if remote is None else remote.saved_argv(commands.argv)
         )
@@ -467,6 +467,15 @@ class TrialExecutor:
                 return sampler.error
         return None
 
+    def _sampled_pinned_cores(self, commands: TrialCommands) -> list[int] | None:
+        """The cores interference is pinned to on the host whose cores the trial's cpu.csv
+        holds (the server's host, sampled by its agent, when the server is elsewhere)."""
+        sampled = None
+        if isinstance(self.server, RemoteServerHandle) and self.server.host is not None:
+            sampled = self.server.host.target.name
+        here = [c for c in commands.interference if c.host == sampled]
+        return next((p for c in here if (p := c.tool.pinned_cores())), None)
+
     @contextlib.contextmanager
     def _interfering(self, commands: TrialCommands) -> Iterator[list[InterferenceRun]]:
         """Every interference tool of the cell, running for the length of the block."""
@@ -477,8 +486,16 @@ class TrialExecutor:
 
     @contextlib.contextmanager
     def _one_interference(self, command: InterferenceCommand) -> Iterator[None]:
-        running = InterferenceRun(command.tool, command.argv, self.folder, self.context.clock)
-        self.record.commands[command.role] = command.argv
+        host = None
+        if command.host is not None:
+            assert self.context.remote is not None, "preflight opened no interference hosts"
+            host = self.context.remote.host(command.host)
+            host.connect()  # reconnected after a loss; SshError names the host
+        clock = self.context.clock
+        running = InterferenceRun(command.tool, command.argv, self.folder, clock, host)
+        self.record.commands[command.role] = (
+            command.argv if host is None else saved_argv(host, command.argv)
+        )
         running.start()
         self._interference.append(running)
         try:

@@ -450,6 +450,17 @@ class Scenario(_Frozen):
         return self
 
     @model_validator(mode="after")
+    def _interference_host_is_named(self) -> Scenario:
+        for key in INTERFERENCE_TOOLS:
+            host = getattr(getattr(self.interference, field_name(key)), "host", None)
+            if host is not None and host not in self.hosts:
+                known = ", ".join(sorted(self.hosts)) or "none: add a hosts: block"
+                raise ValueError(
+                    f"interference.{key}.host: '{host}' is not a key of hosts: (known: {known})"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _server_host_is_named(self) -> Scenario:
         named = self.servers or ({"": self.server} if self.server is not None else {})
         for name, spec in named.items():

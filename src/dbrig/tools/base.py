@@ -195,6 +195,11 @@ def client_host(workload: WorkloadTool) -> str | None:
     return getattr(workload.params, "host", None)
 
 
+def interference_host(tool: InterferenceTool) -> str | None:
+    """The scenario's host (a key of ``hosts:``) the interference runs on; None: this machine."""
+    return getattr(tool.params, "host", None)
+
+
 def pinned_argv(argv: list[str], cpus: tuple[int, ...] | None) -> list[str]:
     """``argv`` run under ``taskset -c`` when cores are given."""
     if not cpus:

@@ -131,6 +131,13 @@ class StressNgParams(BaseModel):
             "active on their own."
         ),
     )
+    host: str | None = Field(
+        None,
+        description=(
+            "Run stress-ng on this host of the scenario's hosts: block, over ssh (e.g. the "
+            "managed server's host; a matrix factor like any key). Unset: where dbrig runs."
+        ),
+    )
 
     @property
     def active(self) -> bool:
