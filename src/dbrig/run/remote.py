@@ -53,6 +53,7 @@ from dbrig.server.binary import ServerBinary
 from dbrig.server.handles import ExternalServerHandle, ServerHandle
 from dbrig.tools.base import (
     InterferenceTool,
+    ToolInfo,
     WorkloadTool,
     client_cpus,
     client_host,
@@ -272,14 +273,7 @@ def _check_one_host(host: SshHost, cells: list[Cell]) -> ClientTool:
     for cell in cells:
         _check_what_runs_there(workload_for(cell.scenario.workload))
     host.check_reachable()
-    key = f"workload.{workload.key}.host"
-    info = workload.info
-    binary = host.which(info.binaries)
-    if binary is None:
-        raise ConfigError(
-            f"{key}: {host.target.label}: {' or '.join(info.binaries)} not found there",
-            hint=f"install the Debian package '{info.package}' on {host.target.destination}",
-        )
+    found = _tool_there(host, workload.info, f"workload.{workload.key}.host")
     pinned = {core for c in cells for core in client_cpus(workload_for(c.scenario.workload)) or ()}
     if pinned:
         if host.which(["taskset"]) is None:
@@ -293,6 +287,18 @@ def _check_one_host(host: SshHost, cells: list[Cell]) -> ClientTool:
                 f"workload.{workload.key}.cpus: core {max(pinned)} does not exist on "
                 f"{host.target.label} ({count} cores: 0-{count - 1})"
             )
+    return found
+
+
+def _tool_there(host: SshHost, info: ToolInfo, key: str) -> ClientTool:
+    """The tool's binary on ``host`` and its version line; one line naming ``key`` (the
+    scenario key that sent it there) when it is not installed there."""
+    binary = host.which(info.binaries)
+    if binary is None:
+        raise ConfigError(
+            f"{key}: {host.target.label}: {' or '.join(info.binaries)} not found there",
+            hint=f"install the Debian package '{info.package}' on {host.target.destination}",
+        )
     code, output = host.run([binary, *info.version_args], wrap=False)
     lines = output.strip().splitlines()
     return ClientTool(binary, lines[0] if code == 0 and lines else None)
@@ -331,15 +337,9 @@ def _check_interference_host(host: SshHost, tools: list[InterferenceTool]) -> Cl
     key = f"interference.{tools[0].key}"
     try:
         host.check_reachable()
-        binary = host.which(tools[0].info.binaries)
+        found = _tool_there(host, tools[0].info, f"{key}.host")
     except SshError as exc:
         raise SshError(f"{key}.host: {exc.message}", hint=exc.hint) from None
-    info = tools[0].info
-    if binary is None:
-        raise ConfigError(
-            f"{key}.host: {host.target.label}: {' or '.join(info.binaries)} not found there",
-            hint=f"install the Debian package '{info.package}' on {host.target.destination}",
-        )
     pinned = {core for tool in tools for core in tool.pinned_cores() or ()}
     count = host.cpu_count() if pinned else None
     if count is not None:
@@ -350,9 +350,7 @@ def _check_interference_host(host: SshHost, tools: list[InterferenceTool]) -> Cl
             )
         for tool in tools:  # the rest of its checks: cores listed twice, workers sharing one
             tool.check_host(count)
-    code, output = host.run([binary, *info.version_args], wrap=False)
-    lines = output.strip().splitlines()
-    return ClientTool(binary, lines[0] if code == 0 and lines else None)
+    return found
 
 
 def _check_reachable_servers(plan: Plan, name: str, cells: list[Cell]) -> None:
