@@ -74,11 +74,12 @@ class Sshd:
             return []
         return [p for p in children if _alive(p)]
 
-    def runs(self, name: str) -> bool:
-        """A process called ``name`` runs in a session (one that just ended does not)."""
+    def runs(self, name: str, *args: str) -> bool:
+        """A process called ``name``, with each of ``args`` on its command line, runs in a
+        session (one that just ended does not)."""
         for process in self.session_processes():
             try:
-                if process.name() == name:
+                if process.name() == name and all(a in process.cmdline() for a in args):
                     return True
             except psutil.NoSuchProcess:
                 continue

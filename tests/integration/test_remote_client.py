@@ -194,10 +194,12 @@ def test_a_remote_clients_password_travels_through_stdin_and_is_removed(
 
 
 def kill_master_when_the_client_runs(sshd: Sshd, killed: list[int]) -> None:
-    """Once sysbench runs under sshd, SIGKILL dbrig's master ssh connection (once)."""
+    """Once the measured sysbench runs under sshd, SIGKILL dbrig's master ssh connection
+    (once). Preflight's `sysbench --version` there is not it: killed then, the master
+    would be gone before load1's first trial, which would connect anew and pass."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if sshd.runs("sysbench"):
+        if sshd.runs("sysbench", "run"):
             time.sleep(1.0)
             for p in psutil.process_iter(["cmdline"]):
                 argv = p.info["cmdline"] or []
@@ -268,7 +270,7 @@ def test_sigkill_of_dbrig_stops_the_remote_client_and_the_next_run_cleans_up(
     path = write_scenario(tmp_path / "s.yaml", scenario)
 
     def remote_sysbench() -> bool:
-        return sshd.runs("sysbench")
+        return sshd.runs("sysbench", "run")  # the trial's, not preflight's --version
 
     args: list[str | Path] = ["run", path, "--out", tmp_path / "runs"]
     assert (
