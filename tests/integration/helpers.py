@@ -118,8 +118,9 @@ def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> CliResult:
     return CliResult(code if isinstance(code, int) else 1, captured.out, captured.err)
 
 
-def run_dbrig(*args: str | Path, timeout: float = 120) -> CliResult:
-    """The installed ``dbrig`` console script as a child process."""
+def run_dbrig(*args: str | Path, timeout: float = 300) -> CliResult:
+    """The installed ``dbrig`` console script as a child process. The timeout only stops a
+    hung run: a resume of three trials and its report can take a minute on a busy machine."""
     done = subprocess.run(
         [str(DBRIG), *map(str, args)],
         capture_output=True,
