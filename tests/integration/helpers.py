@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -137,6 +138,16 @@ def one_error_line(err: str) -> str:
     assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{err}"
     assert lines[0].startswith("dbrig: error: "), lines[0]
     return lines[0]
+
+
+@contextlib.contextmanager
+def closed_port(address: str = "127.0.0.1") -> Iterator[int]:
+    """A port that refuses connections while the block runs: bound here, never listened
+    on, so no other process (another test's server) can take it meanwhile, as it could a
+    port merely found free."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind((address, 0))
+        yield int(held.getsockname()[1])
 
 
 # -- nothing left behind -------------------------------------------------------------------

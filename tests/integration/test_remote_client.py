@@ -24,6 +24,7 @@ from dbrig.server.binary import find_server
 from dbrig.server.sandbox import Sandbox
 from tests.integration.helpers import (
     TINY_SCENARIO,
+    closed_port,
     one_error_line,
     only_run_dir,
     read_json,
@@ -213,11 +214,10 @@ def kill_master_when_the_client_runs(sshd: Sshd, killed: list[int]) -> None:
 def test_an_unreachable_host_or_a_refused_key_is_exit_2_before_any_trial(
     tmp_path: Path, sshd: Sshd, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from dbrig.server.sandbox import free_port
-
-    closed = remote_scenario(sshd, hosts={"load1": sshd.hosts_entry(port=free_port())})
-    path = write_scenario(tmp_path / "closed.yaml", closed)
-    result = run_main(["run", str(path), "--out", str(tmp_path / "runs")], capsys)
+    with closed_port() as port:
+        closed = remote_scenario(sshd, hosts={"load1": sshd.hosts_entry(port=port)})
+        path = write_scenario(tmp_path / "closed.yaml", closed)
+        result = run_main(["run", str(path), "--out", str(tmp_path / "runs")], capsys)
     assert result.code == 2
     line = one_error_line(result.err)
     assert "closed.yaml" in line and "hosts.load1 (root@127.0.0.1:" in line
