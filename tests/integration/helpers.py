@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -118,8 +119,9 @@ def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> CliResult:
     return CliResult(code if isinstance(code, int) else 1, captured.out, captured.err)
 
 
-def run_dbrig(*args: str | Path, timeout: float = 120) -> CliResult:
-    """The installed ``dbrig`` console script as a child process."""
+def run_dbrig(*args: str | Path, timeout: float = 300) -> CliResult:
+    """The installed ``dbrig`` console script as a child process. The timeout only stops a
+    hung run: a resume of three trials and its report can take a minute on a busy machine."""
     done = subprocess.run(
         [str(DBRIG), *map(str, args)],
         capture_output=True,
@@ -136,6 +138,16 @@ def one_error_line(err: str) -> str:
     assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{err}"
     assert lines[0].startswith("dbrig: error: "), lines[0]
     return lines[0]
+
+
+@contextlib.contextmanager
+def closed_port(address: str = "127.0.0.1") -> Iterator[int]:
+    """A port that refuses connections while the block runs: bound here, never listened
+    on, so no other process (another test's server) can take it meanwhile, as it could a
+    port merely found free."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind((address, 0))
+        yield int(held.getsockname()[1])
 
 
 # -- nothing left behind -------------------------------------------------------------------

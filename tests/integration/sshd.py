@@ -74,17 +74,18 @@ class Sshd:
             return []
         return [p for p in children if _alive(p)]
 
-    def runs(self, name: str) -> bool:
-        """A process called ``name`` runs in a session (one that just ended does not)."""
+    def runs(self, name: str, *args: str) -> bool:
+        """A process called ``name``, with each of ``args`` on its command line, runs in a
+        session (one that just ended does not)."""
         for process in self.session_processes():
             try:
-                if process.name() == name:
+                if process.name() == name and all(a in process.cmdline() for a in args):
                     return True
             except psutil.NoSuchProcess:
                 continue
         return False
 
-    def wait_sessions_gone(self, timeout: float = 15.0) -> list[str]:
+    def wait_sessions_gone(self, timeout: float = 30.0) -> list[str]:
         """Wait for every session to end; describe what is still there."""
         deadline = time.monotonic() + timeout
         while (left := self.session_processes()) and time.monotonic() < deadline:
@@ -105,12 +106,34 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
+class _SshdExited(RuntimeError):
+    pass
+
+
+# The port is free when chosen, but another test's server may bind it before sshd does.
+PORT_ATTEMPTS = 3
+
+
 def start_sshd(listen: str = "127.0.0.1") -> Sshd:
     folder = Path(tempfile.mkdtemp(prefix="dbrig-sshd-", dir="/tmp"))
     _keygen(folder / "host_key")
     _keygen(folder / "user_key")
     shutil.copy(folder / "user_key.pub", folder / "authorized_keys")
-    port = _free_port(listen)
+    PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        port = _free_port(listen)
+        process = _spawn_sshd(folder, listen, port)
+        try:
+            _wait_listening(listen, port, process, folder)
+        except _SshdExited:
+            if attempt == PORT_ATTEMPTS:
+                raise
+            continue
+        return Sshd(folder, listen, port, folder / "user_key", process)
+    raise AssertionError("unreachable")
+
+
+def _spawn_sshd(folder: Path, listen: str, port: int) -> subprocess.Popen:
     config = folder / "sshd_config"
     config.write_text(
         "\n".join(
@@ -131,30 +154,29 @@ def start_sshd(listen: str = "127.0.0.1") -> Sshd:
             ]
         )
     )
-    PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DBRIG")}
-    process = subprocess.Popen(
+    return subprocess.Popen(
         [str(SSHD), "-D", "-e", "-f", str(config)],
         stdin=subprocess.DEVNULL,
-        stdout=open(folder / "sshd.log", "ab"),  # noqa: SIM115 (the child keeps it)
+        stdout=open(folder / "sshd.log", "ab"),  # the child keeps it
         stderr=subprocess.STDOUT,
         env=env,
         start_new_session=True,
     )
-    _wait_listening(listen, port, process, folder)
-    return Sshd(folder, listen, port, folder / "user_key", process)
 
 
 def _wait_listening(address: str, port: int, process: subprocess.Popen, folder: Path) -> None:
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"sshd exited: {(folder / 'sshd.log').read_text()}")
+            raise _SshdExited(f"sshd exited: {(folder / 'sshd.log').read_text()}")
         with socket.socket() as s:
             if s.connect_ex((address, port)) == 0:
                 return
         time.sleep(0.05)
-    raise RuntimeError("sshd did not listen within 15 s")
+    process.kill()
+    process.wait()
+    raise RuntimeError("sshd did not listen within 30 s")
 
 
 def stop_sshd(sshd: Sshd) -> None:

@@ -24,6 +24,7 @@ from dbrig.server.binary import find_server
 from dbrig.server.sandbox import Sandbox
 from tests.integration.helpers import (
     TINY_SCENARIO,
+    closed_port,
     one_error_line,
     only_run_dir,
     read_json,
@@ -194,10 +195,12 @@ def test_a_remote_clients_password_travels_through_stdin_and_is_removed(
 
 
 def kill_master_when_the_client_runs(sshd: Sshd, killed: list[int]) -> None:
-    """Once sysbench runs under sshd, SIGKILL dbrig's master ssh connection (once)."""
+    """Once the measured sysbench runs under sshd, SIGKILL dbrig's master ssh connection
+    (once). Preflight's `sysbench --version` there is not it: killed then, the master
+    would be gone before load1's first trial, which would connect anew and pass."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if sshd.runs("sysbench"):
+        if sshd.runs("sysbench", "run"):
             time.sleep(1.0)
             for p in psutil.process_iter(["cmdline"]):
                 argv = p.info["cmdline"] or []
@@ -211,11 +214,10 @@ def kill_master_when_the_client_runs(sshd: Sshd, killed: list[int]) -> None:
 def test_an_unreachable_host_or_a_refused_key_is_exit_2_before_any_trial(
     tmp_path: Path, sshd: Sshd, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from dbrig.server.sandbox import free_port
-
-    closed = remote_scenario(sshd, hosts={"load1": sshd.hosts_entry(port=free_port())})
-    path = write_scenario(tmp_path / "closed.yaml", closed)
-    result = run_main(["run", str(path), "--out", str(tmp_path / "runs")], capsys)
+    with closed_port() as port:
+        closed = remote_scenario(sshd, hosts={"load1": sshd.hosts_entry(port=port)})
+        path = write_scenario(tmp_path / "closed.yaml", closed)
+        result = run_main(["run", str(path), "--out", str(tmp_path / "runs")], capsys)
     assert result.code == 2
     line = one_error_line(result.err)
     assert "closed.yaml" in line and "hosts.load1 (root@127.0.0.1:" in line
@@ -268,7 +270,7 @@ def test_sigkill_of_dbrig_stops_the_remote_client_and_the_next_run_cleans_up(
     path = write_scenario(tmp_path / "s.yaml", scenario)
 
     def remote_sysbench() -> bool:
-        return sshd.runs("sysbench")
+        return sshd.runs("sysbench", "run")  # the trial's, not preflight's --version
 
     args: list[str | Path] = ["run", path, "--out", tmp_path / "runs"]
     assert (

@@ -71,7 +71,7 @@ def _remote_servers(home: Path) -> list[int]:
 class Watch(threading.Thread):
     """While the run goes: every command line seen, the benchmark password (read from
     the client's option files, here and on db1), and SIGKILL of the server's ssh master
-    connection once the first measured run has started."""
+    connection as soon as the first trial's sysbench has started."""
 
     def __init__(self, out: Path) -> None:
         super().__init__(daemon=True)
@@ -91,8 +91,9 @@ class Watch(threading.Thread):
         for p in psutil.process_iter():
             self.cmdlines.add(_cmdline(p))
         self._read_passwords()
+        # At once: the trial's sysbench runs 3 s (1 s warm-up, 2 s measured); a second's
+        # wait here, on a busy machine, could reach its end and spare every trial.
         if not self.killed and self._measuring():
-            time.sleep(1.0)
             self._kill_server_master()
 
     def _read_passwords(self) -> None:

@@ -63,7 +63,7 @@ def test_the_socket_folder_of_a_sigkilled_dbrig_is_removed_by_the_resume(
     out = tmp_path / "runs"
     assert sigkill_dbrig_mid_trial(["run", path, "--out", out], tmp_path) == []
     assert list(short_tmp.glob("dbrig-*")), "the socket folder is expected after SIGKILL"
-    resumed = run_dbrig("run", "--resume", only_run_dir(out), "--no-report", timeout=180)
+    resumed = run_dbrig("run", "--resume", only_run_dir(out), "--no-report")
     assert resumed.code == 0, resumed.err
     assert list(short_tmp.glob("dbrig-*")) == []
 
@@ -171,7 +171,7 @@ def test_a_server_that_cannot_initialise_fails_the_run_once_with_exit_3(tmp_path
     )
     path = write_scenario(tmp_path / "noinit.yaml", scenario)
     out = tmp_path / "runs"
-    result = run_dbrig("run", path, "--out", out, "--no-report", timeout=120)
+    result = run_dbrig("run", path, "--out", out, "--no-report")
     assert result.code == 3, result.err
     line = one_error_line(result.err.replace(result.err.split("dbrig: error:")[0], ""))
     assert "initialising the datadir failed" in line and "No space left" in line, line
@@ -257,7 +257,7 @@ def test_a_full_results_disk_stops_the_run_with_exit_3_and_resume_finishes_it(
     assert left == [], left
 
     filler.unlink()
-    resumed = run_dbrig("run", "--resume", run, "--no-report", timeout=180)
+    resumed = run_dbrig("run", "--resume", run, "--no-report")
     assert resumed.code == 0, resumed.err
     assert read_json(run / "run.json")["status"] == "complete"
     assert len(list((run / "trials").glob("*/trial.json"))) == 2

@@ -235,3 +235,29 @@ def test_a_server_left_starting_by_a_killed_dbrig_does_not_outlive_the_next_run(
     killed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("killed")]
     said = f"killed {name} pid {server.pid}: left running by dbrig pid {dbrig.pid}"
     assert killed == ([] if setpriv == "setpriv" else [f"{said}, which was killed"])
+
+
+@pytest.mark.integration
+def test_a_chosen_port_taken_before_the_server_binds_it_is_replaced(
+    tmp_path: Path, initialised_datadir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process (another dbrig's server) binds the port dbrig found free before
+    mariadbd does, after its InnoDB start-up: the start goes on with another port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        choices = iter([port])
+        real_free_port = sandbox_module.free_port
+        monkeypatch.setattr(
+            sandbox_module, "free_port", lambda: next(choices, None) or real_free_port()
+        )
+        sandbox = sandbox_from(initialised_datadir, tmp_path / "server")
+        try:
+            sandbox.start(TINY_CONFIG)
+            assert sandbox.port not in (None, port)
+            assert query(sandbox, "SELECT @@port") == (sandbox.port,)
+        finally:
+            sandbox.close()
+    log = sandbox.error_log.read_text()
+    assert f"running on port: {port}" in log and log.count("ready for connections") == 1

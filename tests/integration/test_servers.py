@@ -12,6 +12,7 @@ from dbrig.server.binary import find_server
 from dbrig.server.sandbox import Sandbox
 from tests.integration.helpers import (
     TINY_SCENARIO,
+    closed_port,
     one_error_line,
     only_run_dir,
     read_json,
@@ -182,11 +183,9 @@ def test_an_external_server_that_does_not_answer_names_host_and_port(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("BENCH_PW", "x")
-    from dbrig.server.sandbox import free_port
-
-    port = free_port()
-    path = write_scenario(tmp_path / "ext.yaml", external_scenario(port))
-    result = run_main(["run", str(path), "--out", str(tmp_path / "runs")], capsys)
+    with closed_port() as port:
+        path = write_scenario(tmp_path / "ext.yaml", external_scenario(port))
+        result = run_main(["run", str(path), "--out", str(tmp_path / "runs")], capsys)
     assert result.code == 2
     line = one_error_line(result.err)
     assert f"cannot connect to 127.0.0.1:{port}" in line

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -131,25 +133,44 @@ def test_thousands_of_transactions_keep_the_mix_and_the_consistency(
             assert reason is not None and f"condition {name.split('_')[1]}" in reason
 
 
+LOCK_WAIT_TIMEOUT_S = 1
+
+
+def lock_waits(conn: Any) -> int:
+    """InnoDB's row lock waits so far (counted when a wait begins)."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_row_lock_waits'")
+        return int(cur.fetchone()[1])
+
+
 def test_lock_wait_timeouts_are_retried_and_counted(tmp_path: Path, loaded_datadir: Path) -> None:
-    with server_on_copy(loaded_datadir, tmp_path / "s", innodb_lock_wait_timeout=1) as sandbox:
+    with server_on_copy(
+        loaded_datadir, tmp_path / "s", innodb_lock_wait_timeout=LOCK_WAIT_TIMEOUT_S
+    ) as sandbox:
         holder = sandbox.connect("tpcc")
-        locked = threading.Event()
+        locked, ran = threading.Event(), threading.Event()
 
         def hold_the_warehouse_row() -> None:
-            with holder.cursor() as cur:
+            # Held until a lock wait has begun and twice its timeout more: a Payment has
+            # timed out then, however long sysbench took to start (a fixed 3 s from
+            # before its launch could end before its first Payment had waited 1 s).
+            with holder.cursor() as cur, contextlib.closing(sandbox.connect()) as watcher:
+                before = lock_waits(watcher)
                 cur.execute("BEGIN")
                 cur.execute("UPDATE warehouse SET w_ytd = w_ytd WHERE w_id = 1")
                 locked.set()
-                cur.execute("SELECT SLEEP(3)")
+                while lock_waits(watcher) == before and not ran.is_set():
+                    time.sleep(0.05)
+                ran.wait(2 * LOCK_WAIT_TIMEOUT_S)
                 cur.execute("ROLLBACK")
 
         thread = threading.Thread(target=hold_the_warehouse_row)
         thread.start()
         try:
-            assert locked.wait(10)
+            assert locked.wait(60)
             text = run_tpcc(sandbox, tmp_path / "run.out", threads=2, time=5)
         finally:
+            ran.set()
             thread.join()
             holder.close()
         result = tpcc.parse(text)

@@ -234,6 +234,25 @@ def test_plain_lines_come_at_most_every_plain_every_s(tmp_path: Path) -> None:
     assert "(20s left)" in emitted[0] and "(0s left)" in emitted[2]
 
 
+def test_a_late_poll_shows_its_true_time_and_adds_no_line(tmp_path: Path) -> None:
+    """On a busy machine the watch loop polls late: the line says when it was shown
+    (1.6 s rounds to 2 s, like the next one at 2.1 s), one line per grid second."""
+    clock, emitted = FakeClock(), []
+    progress = Progress(
+        1, emitted.append, clock=clock, live_line=lambda: PlainLines(emitted.append, every_s=1.0)
+    )
+    (tmp_path / "o").write_text("")
+    with progress.following(a_trial(), sysbench_tool(), 0, tmp_path / "o") as poll:
+        for now in (0.5, 1.6, 1.9, 2.1, 2.4, 2.9, 3.0):
+            clock.now = 1000.0 + now
+            poll()
+    assert [line.split(" (")[0] for line in emitted] == [
+        "    c000-r1 running 2s",
+        "    c000-r1 running 2s",
+        "    c000-r1 running 3s",
+    ]
+
+
 def test_the_plain_interval_is_a_constant_that_can_be_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

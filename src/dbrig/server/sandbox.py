@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 MAX_SOCKET_PATH = 107
 _ERROR_LOG_TAIL = 12
+PORT_ATTEMPTS = 3  # starts on a chosen port that another process took first
 _INIT_TIMEOUT_S = 300
 
 
@@ -60,6 +61,14 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def port_was_taken(log_text: str) -> bool:
+    """The server's error log says it could not bind its TCP port: another process has it
+    (MariaDB: ``Bind on TCP/IP port. Got error: 98: Address already in use``)."""
+    return any(
+        "[ERROR]" in line and "Address already in use" in line for line in log_text.splitlines()
+    )
 
 
 def port_is_free(port: int, address: str = "127.0.0.1") -> bool:
@@ -272,7 +281,12 @@ class Sandbox:
         return argv
 
     def start(self, config: Mapping[str, Any]) -> float:
-        """Write my.cnf from ``config`` and start; returns seconds until the server answered."""
+        """Write my.cnf from ``config`` and start; returns seconds until the server answered.
+
+        A port dbrig chose can be taken by another process (another dbrig's server)
+        between the choice and mariadbd's bind, which comes after its InnoDB start-up:
+        such a start is tried again on another port, up to :data:`PORT_ATTEMPTS` times.
+        """
         if self.is_running:
             raise ServerError(f"server '{self.name}' is already running")
         if incomplete_marker(self.datadir).exists():
@@ -280,6 +294,23 @@ class Sandbox:
                 f"server '{self.name}': {self.datadir} was left half-restored; "
                 "restoring it again copies the whole snapshot"
             )
+        chosen_here = self.fixed_port is None and "port" not in config
+        attempts = PORT_ATTEMPTS if chosen_here else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start_once(config)
+            except ServerError:
+                taken = port_was_taken(tail(self.error_log, _ERROR_LOG_TAIL, self._log_offset))
+                if attempt == attempts or not taken:
+                    raise
+                log.warning(
+                    "server '%s': port %s was taken before it could bind it; another port",
+                    self.name,
+                    self.port,
+                )
+        raise AssertionError("unreachable")
+
+    def _start_once(self, config: Mapping[str, Any]) -> float:
         self.port = self._choose_port()
         self.my_cnf.write_text(render_my_cnf({**self._base_settings(), **config}))
         log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
