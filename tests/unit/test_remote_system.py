@@ -150,3 +150,14 @@ def test_the_probe_checks_the_system_blocks_only_when_asked(
     assert answer["system"]["error"].startswith("system"), answer
     probe.main([])
     assert "system" not in json.loads(capsys.readouterr().out)
+
+
+def test_the_dry_run_says_on_which_host_a_cells_settings_act() -> None:
+    from dbrig.run.dryrun import describe_commands
+
+    plan = _remote_plan(drop_caches=True)
+    lines = [ln for ln in describe_commands(plan, plan.short_names()) if "system:" in ln]
+    assert lines == [
+        "  system: drop_caches=True",
+        "  system: drop_caches=True (on hosts.db1, under its datadir there)",
+    ]
