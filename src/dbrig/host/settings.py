@@ -5,7 +5,8 @@ under the server's datadir; ``system.drop_caches: true`` empties the page cache
 before every trial. Each value is checked before the run starts (root, the
 device offers it), set before the trial, read back and recorded in the trial,
 and every original value is put back at the end of the run, on error and on
-Ctrl-C.
+Ctrl-C. For a managed server on another host the same code runs there, in dbrig's
+agent (:mod:`dbrig.remote.agent`), against the device under that host's datadir.
 
 Seed 003 compared cfq/noop/deadline; today's multi-queue names are none,
 mq-deadline, kyber and bfq, whichever ``/sys/block/<dev>/queue/scheduler``
@@ -14,6 +15,7 @@ offers.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -22,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from dbrig.errors import ConfigError, ServerError
-from dbrig.host.probe import parse_scheduler
+from dbrig.host.probe import block_device_of, parse_scheduler
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,12 @@ class BlockDevice:
             ) from None
 
 
+def device_under(path: Path) -> BlockDevice | None:
+    """The block device holding ``path`` (or its nearest existing parent); read-only."""
+    name = block_device_of(path)
+    return BlockDevice(name) if name else None
+
+
 def check(
     wanted: list[SystemSettings], device: BlockDevice | None, *, is_root: bool | None = None
 ) -> None:
@@ -117,10 +125,18 @@ def check(
 class SystemState:
     """Applies settings trial by trial and puts the originals back at the end."""
 
-    def __init__(self, device: BlockDevice | None, drop_caches_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        device: BlockDevice | None,
+        drop_caches_file: Path | None = None,
+        memo: Path | None = None,
+    ) -> None:
+        """``memo``: a file that keeps the original values as soon as they are read, so
+        a process killed before its restore leaves them for the next one (the agent's)."""
         self.device = device
         self.drop_caches_file = drop_caches_file or Path("/proc/sys/vm/drop_caches")
-        self._original: dict[str, Any] = {}
+        self.memo = memo
+        self._original: dict[str, Any] = self._read_memo()
 
     def apply(self, settings: SystemSettings) -> dict[str, Any]:
         """Set what the trial asks for; returns the values read back, for the trial record.
@@ -149,6 +165,24 @@ class SystemState:
     def _remember(self, key: str, read: Any) -> None:
         if key not in self._original:
             self._original[key] = read()
+            self._write_memo()
+
+    def _read_memo(self) -> dict[str, Any]:
+        if self.memo is None or not self.memo.is_file():
+            return {}
+        try:
+            saved = json.loads(self.memo.read_text())
+        except (OSError, ValueError) as exc:
+            log.error("cannot read the original system settings from %s: %s", self.memo, exc)
+            return {}
+        return {k: v for k, v in saved.items() if k in ("io_scheduler", "read_ahead_kb")}
+
+    def _write_memo(self) -> None:
+        if self.memo is None:
+            return
+        partial = self.memo.with_name(self.memo.name + ".partial")
+        partial.write_text(json.dumps(self._original))
+        partial.replace(self.memo)
 
     def restore(self) -> None:
         """Put every changed setting back as it was before the run."""
@@ -160,6 +194,8 @@ class SystemState:
         if "read_ahead_kb" in original:
             self._quietly(self.device.set_read_ahead_kb, original["read_ahead_kb"])
         self._original.clear()  # only now: an interrupted restore can be run again
+        if self.memo is not None:
+            self.memo.unlink(missing_ok=True)
 
     def _quietly(self, setter: Any, value: Any) -> None:
         try:

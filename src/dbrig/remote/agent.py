@@ -10,11 +10,16 @@ It reads one request per line on stdin and answers one line on stdout
 (:mod:`dbrig.remote.protocol`). Its stdout carries only the protocol: anything
 else that prints goes to stderr, which dbrig keeps in the run directory.
 
+It applies the cells' ``system`` settings to the block device under the datadir
+here with the same code too (:class:`dbrig.host.settings.SystemState`), keeping the
+original values in the server's folder as soon as it reads them.
+
 When stdin ends (dbrig closed it, dbrig died, the ssh connection dropped), or on
 SIGTERM or SIGHUP, it stops the server and everything else it started (every child
 is in a process group of its own and gets SIGTERM if the agent itself is killed:
-:mod:`dbrig.proc`) and exits. The datadir and snapshots stay for the next agent
-unless dbrig asked for them to go (``close``).
+:mod:`dbrig.proc`), puts the original ``system`` values back and exits (after a
+SIGKILL, the next agent of that folder puts them back). The datadir and snapshots
+stay for the next agent unless dbrig asked for them to go (``close``).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import dbrig
 from dbrig import ownership, proc
 from dbrig.errors import DbrigError, ServerError
 from dbrig.host import probe
+from dbrig.host.settings import SystemSettings, SystemState, device_under
 from dbrig.remote import protocol
 from dbrig.sampling import HostSampler, SampleTiming
 from dbrig.scenario import ManagedServer
@@ -51,6 +57,7 @@ LOCK_WAIT_S = 60.0  # an agent whose connection just dropped may still be stoppi
 OLD_SERVER_WAIT_S = 150.0  # a clean InnoDB shutdown of a server whose agent was killed
 LOG_FILES = ("mysqld.err", "my.cnf", "initialize.log", "mysqld.stdout")
 LOG_LIMIT = 4 * 2**20  # bytes of each log sent back: the end of it
+SYSTEM_MEMO = ".system-original.json"  # in the server's folder: the values to put back
 
 
 class Agent:
@@ -61,6 +68,7 @@ class Agent:
         self.home: Path | None = None
         self.account: tuple[str, str] | None = None  # (user, password): never logged
         self.sampler: HostSampler | None = None
+        self.system: SystemState | None = None
         self._lock: IO[str] | None = None
         self._made: list[Path] = []  # the home and the parents open created, innermost first
         self.done = False
@@ -81,6 +89,7 @@ class Agent:
             "died": self.died,
             "sampling_start": self.sampling_start,
             "sampling_stop": self.sampling_stop,
+            "system_apply": self.system_apply,
             "logs": self.logs,
             "close": self.close,
         }
@@ -138,6 +147,8 @@ class Agent:
         self.handle = ManagedServerHandle(
             name, managed, binary, where, cache=None, bind_address=bind_address
         )
+        if (where / SYSTEM_MEMO).exists():  # an agent killed before it put them back
+            self._system()
         return {"port": port, "home": str(where), "binary": str(binary.mysqld)}
 
     def _take_lock(self, where: Path, name: str) -> None:
@@ -198,6 +209,16 @@ class Agent:
             cur.execute("ALTER USER %s@'%%' IDENTIFIED BY %s", (user, password))
             cur.execute("GRANT ALL PRIVILEGES ON *.* TO %s@'%%'", (user,))
 
+    def system_apply(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """Set the cell's ``system`` settings here; the values read back."""
+        return self._system().apply(SystemSettings(**settings))
+
+    def _system(self) -> SystemState:
+        if self.system is None:
+            device = device_under(self._handle().sandbox.datadir)
+            self.system = SystemState(device, memo=self._home() / SYSTEM_MEMO)
+        return self.system
+
     def logs(self) -> dict[str, str]:
         """The server's logs (the end of each), for dbrig's run directory."""
         found = {}
@@ -228,6 +249,11 @@ class Agent:
         if self.handle is not None:
             self.handle.sandbox.close()
         proc.stop_all()
+        if self.system is not None:
+            try:
+                self.system.restore()
+            except OSError as exc:  # the memo stays: the next agent of this folder tries
+                log.error("putting back the system settings failed: %s", exc)
 
     # -- sampling -------------------------------------------------------------------------
 

@@ -1,20 +1,26 @@
-"""``python3 -m dbrig.remote.probe [basedir]``: what preflight asks a server's host.
+"""``python3 -m dbrig.remote.probe [basedir] [--system JSON --home DIR]``: what
+preflight asks a server's host.
 
 One JSON line on stdout: this dbrig's version and the server the agent would run
-there (:func:`dbrig.server.binary.find_server`), or the reason it finds none. Kept
-apart from the agent so the question costs an interpreter start, not the agent's
-imports (pymysql, psutil, the samplers): preflight asks it of every server host.
+there (:func:`dbrig.server.binary.find_server`), or the reason it finds none; with
+``--system`` (a JSON list of the cells' ``system`` blocks), whether this host can
+apply them to the device under ``--home`` (the agent's datadirs, relative: to this
+user's home), checked by :func:`dbrig.host.settings.check` as a local run checks
+its own. Kept apart from the agent so the question costs an interpreter start, not
+the agent's imports (pymysql, psutil, the samplers): preflight asks it of every
+server host.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import dbrig
-from dbrig.errors import DbrigError
+from dbrig.errors import ConfigError, DbrigError
 from dbrig.server.binary import find_server
 
 PROBE_MODULE = "dbrig.remote.probe"
@@ -40,8 +46,31 @@ def probe_server(basedir: str | None) -> dict[str, Any]:
     return answer
 
 
-def main() -> int:
-    print(json.dumps(probe_server(sys.argv[1] if len(sys.argv) > 1 else None)))
+def probe_system(wanted: list[dict[str, Any]], home: str) -> dict[str, Any]:
+    """Whether this host can apply ``wanted`` under ``home``: {} or the refusal."""
+    from dbrig.host import settings  # pydantic: only when a scenario has system settings
+
+    where = Path(home).expanduser()
+    if not where.is_absolute():
+        where = Path.home() / where
+    try:
+        blocks = [settings.SystemSettings(**block) for block in wanted]
+        settings.check(blocks, settings.device_under(where))
+    except ConfigError as exc:
+        return {"error": exc.message, "hint": exc.hint}
+    return {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python3 -m {PROBE_MODULE}")
+    parser.add_argument("basedir", nargs="?")
+    parser.add_argument("--system", help="JSON list of system blocks to check")
+    parser.add_argument("--home", default=".", help="where the datadirs go")
+    args = parser.parse_args(argv)
+    answer = probe_server(args.basedir)
+    if args.system:
+        answer["system"] = probe_system(json.loads(args.system), args.home)
+    print(json.dumps(answer))
     return 0
 
 

@@ -36,6 +36,7 @@ import dbrig
 from dbrig import proc
 from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import DbrigError, ServerError
+from dbrig.host.settings import SystemSettings
 from dbrig.remote import protocol
 from dbrig.remote.ssh import SshError, SshHost, SshTarget, remote_command, resolved_hostname
 from dbrig.sampling import SampleTiming
@@ -334,6 +335,13 @@ class RemoteServerHandle:
     def effective(self, spec: ManagedServer | ExternalServer) -> dict[str, Any]:
         assert isinstance(spec, ManagedServer)
         return dict(self.call("effective", spec=spec.model_dump(mode="json")))
+
+    def apply_system(self, settings: SystemSettings) -> dict[str, Any]:
+        """The cell's ``system`` settings on the server's host (the agent remembers the
+        original values and puts them back when it closes or loses dbrig); the values
+        read back there, for the trial record."""
+        answer = self.call("system_apply", WORK_TIMEOUT_S, settings=settings.model_dump())
+        return dict(answer)
 
     def finish_trial(self) -> dict[str, float]:
         """Stop the server after a trial; nothing to stop when the agent was lost."""

@@ -107,9 +107,18 @@ def describe_commands(
         yield from (f"  fault {line}" for line in fault_lines)
         settings = cell.scenario.system
         if settings.active:
-            yield "  system: " + ", ".join(
-                f"{k}={v}" for k, v in settings.model_dump(exclude_defaults=True).items()
-            )
+            values = settings.model_dump(exclude_defaults=True).items()
+            shown = ", ".join(f"{k}={v}" for k, v in values)
+            yield f"  system: {shown}{_system_where(plan, cell.server)}"
+
+
+def _system_where(plan: Plan, server: str) -> str:
+    """Where a cell's ``system`` settings act, when it is not this machine."""
+    spec = plan.scenario.server_specs.get(server)
+    needs_server = workload_for(plan.scenario.workload).needs_server
+    if needs_server and isinstance(spec, ManagedServer) and spec.host is not None:
+        return f" (on hosts.{spec.host}, under its datadir there)"
+    return ""
 
 
 def _interference_line(plan: Plan, command: InterferenceCommand) -> str:

@@ -238,8 +238,11 @@ def _check_work_directories(plan: Plan, out: Path) -> None:
 
 
 def _check_system(plan: Plan, out: Path) -> None:
-    wanted = [c.scenario.system for c in plan.cells]
+    """The settings of the cells whose data is on this machine (a managed server on
+    another host has its own checked there: ``check_server_hosts``)."""
     workload = workload_for(plan.scenario.workload)
+    remote = remote_servers(plan) if workload.needs_server else {}
+    wanted = [c.scenario.system for c in plan.cells if c.server not in remote]
     if not workload.needs_server and workload.work_root:
         out = Path(workload.work_root)
     if any(s.active for s in wanted):
@@ -341,8 +344,7 @@ def datadir_device(where: Path) -> host_settings.BlockDevice | None:
 
     Read-only: ``where`` may not exist yet, and preflight must create nothing.
     """
-    name = probe.block_device_of(where)
-    return host_settings.BlockDevice(name) if name else None
+    return host_settings.device_under(where)
 
 
 def display_endpoint(spec: ManagedServer | ExternalServer, database: str) -> Endpoint:

@@ -34,6 +34,7 @@ from dbrig.errors import ConfigError
 from dbrig.remote.probe import PROBE_MODULE
 from dbrig.remote.server import (
     BENCHMARK_USER,
+    REMOTE_HOME_ROOT,
     RemoteServerHandle,
     server_address,
 )
@@ -379,19 +380,42 @@ def server_key(plan: Plan, name: str, key: str) -> str:
     return f"servers.{name}.{key}" if plan.scenario.servers else f"server.{key}"
 
 
+class SystemRefused(ConfigError):
+    """The server's host cannot apply the cells' ``system`` settings."""
+
+
+def on_host(message: str, label: str) -> str:
+    """A settings message naming the host after its key: ``system.io_scheduler: 'x' is
+    not offered ...`` -> ``system.io_scheduler: hosts.db1 (...): 'x' is not offered ...``."""
+    key, sep, rest = message.partition(": ")
+    if not sep or not key.startswith("system"):
+        return f"system: {label}: {message}"
+    return f"{key}: {label}: {rest}"
+
+
+def system_blocks(plan: Plan, server: str) -> list[dict]:
+    """The ``system`` blocks of the cells on ``server`` that set something, as JSON."""
+    blocks = [c.scenario.system for c in plan.cells if c.server == server]
+    return [b.model_dump(mode="json") for b in blocks if b.active]
+
+
 def check_server_hosts(plan: Plan) -> dict[str, ServerBinary]:
     """Every managed server's host answers over ssh and has python3, this dbrig's version
-    and the server binaries (what the agent will find there); each server's binary, by
-    server name. One line naming the key and the host otherwise (nothing has started)."""
+    and the server binaries (what the agent will find there), and can apply the ``system``
+    settings of the server's cells; each server's binary, by server name. One line naming
+    the key and the host otherwise (nothing has started)."""
     found: dict[str, ServerBinary] = {}
     for name, host_name in remote_servers(plan).items():
         spec = plan.scenario.server_specs[name]
         assert isinstance(spec, ManagedServer)
         host_spec = plan.scenario.hosts[host_name]
         host = SshHost(target(plan.scenario, host_name))
+        system = system_blocks(plan, name)
         try:
             host.check_reachable()
-            found[name] = probe_server_host(host, host_spec.python, spec.basedir)
+            found[name] = probe_server_host(host, host_spec.python, spec.basedir, system)
+        except SystemRefused as exc:
+            raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
         except SshError as exc:
             key = server_key(plan, name, "host")
             raise ConfigError(f"{plan.source}: {key}: {exc.message}", hint=exc.hint) from None
@@ -403,11 +427,17 @@ def check_server_hosts(plan: Plan) -> dict[str, ServerBinary]:
     return found
 
 
-def probe_server_host(host: SshHost, python: str, basedir: Path | None) -> ServerBinary:
-    """``python3 -m dbrig.remote.probe`` there: dbrig's version and the server."""
+def probe_server_host(
+    host: SshHost, python: str, basedir: Path | None, system: list[dict] | None = None
+) -> ServerBinary:
+    """``python3 -m dbrig.remote.probe`` there: dbrig's version and the server; with
+    ``system`` (blocks that set something), whether that host can apply them under
+    ``~/.dbrig`` (:class:`SystemRefused` otherwise)."""
     label = host.target.label
-    argv = [*shlex.split(python), "-m", PROBE_MODULE]
-    code, output = host.run([*argv, *([str(basedir)] if basedir else [])], wrap=False)
+    argv = [*shlex.split(python), "-m", PROBE_MODULE, *([str(basedir)] if basedir else [])]
+    if system:
+        argv += ["--system", json.dumps(system), "--home", REMOTE_HOME_ROOT]
+    code, output = host.run(argv, wrap=False)
     install = f"pip install dbrig=={dbrig.__version__} there"
     if code == SSH_FAILED:
         raise SshError(f"{label}: lost the connection: {connection_error(output)}")
@@ -438,6 +468,9 @@ def probe_server_host(host: SshHost, python: str, basedir: Path | None) -> Serve
         )
     if "error" in answer:
         raise ConfigError(f"{label}: {answer['error']}", hint=answer.get("hint"))
+    refused = answer.get("system", {}).get("error")
+    if refused:
+        raise SystemRefused(on_host(refused, label), hint=answer["system"].get("hint"))
     server = answer["server"]
     return ServerBinary(
         mysqld=Path(server["mysqld"]),

@@ -80,7 +80,7 @@ class TrialContext:
     workload_binary: Path
     interference_binaries: dict[str, Path]  # by the tool's YAML key
     devices: list[str] | None
-    system: SystemState | None
+    system: SystemState | None  # this machine's; None: no cell sets any
     events_timeout_s: float = DEFAULT_EVENTS_TIMEOUT_S
     remote: RemoteClients | None = None  # the run's ssh connections to client hosts
     clock: Callable[[], float] = time.monotonic  # seconds, for deadlines and sample times
@@ -200,7 +200,11 @@ class TrialExecutor:
     def _apply_system(self) -> None:
         """The cell's OS settings, after the restore (which fills the page cache) and before
         the server starts."""
-        if self.context.system is not None:
+        if self.context.system is None:
+            return
+        if isinstance(self.server, RemoteServerHandle):  # the device under its datadir there
+            self.record.system = self.server.apply_system(self.scenario.system)
+        else:
             self.record.system = self.context.system.apply(self.scenario.system)
 
     def _commands(self, endpoint: Endpoint, binary: Path) -> TrialCommands:
