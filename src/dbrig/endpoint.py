@@ -44,3 +44,8 @@ class Credentials:
 
     def __repr__(self) -> str:
         return f"Credentials(user={self.user!r}, password=***)"
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` names this machine: localhost, ::1 or an address of 127.0.0.0/8."""
+    return host in ("localhost", "::1") or host.startswith("127.")

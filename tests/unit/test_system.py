@@ -7,6 +7,8 @@ import pytest
 from dbrig.errors import ConfigError
 from dbrig.host.probe import parse_scheduler
 from dbrig.host.settings import BlockDevice, SystemSettings, check
+from dbrig.run.preflight import _check_system
+from dbrig.scenario import Plan, plan_from_dict
 
 
 def test_parse_scheduler_reads_active_and_offered() -> None:
@@ -69,3 +71,31 @@ def test_the_block_device_is_found_from_the_path_itself() -> None:
     # A path that does not exist yet is looked up through its nearest existing parent.
     assert probe.block_device_of(Path(__file__).parent / "not" / "yet") == here
     assert probe.block_device_of(Path("/proc")) is None or os.major(os.stat("/proc").st_dev) != 0
+
+
+def _external_plan(system: dict, **server: object) -> Plan:
+    spec = {"kind": "external", "user": "bench", "reset": "none", **server}
+    return plan_from_dict(
+        {"name": "x", "server": spec, "workload": {"sysbench": {}}, "system": system}
+    )
+
+
+@pytest.mark.parametrize("key, value", [("io_scheduler", "none"), ("read_ahead_kb", 128)])
+def test_an_external_servers_disk_settings_are_refused(
+    tmp_path: Path, key: str, value: object
+) -> None:
+    with pytest.raises(ConfigError, match=rf"system\.{key}: server 'default' is external"):
+        _check_system(_external_plan({key: value}), tmp_path)
+
+
+def test_drop_caches_is_refused_only_for_an_external_server_on_another_machine(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ConfigError, match=r"system\.drop_caches: .* external on 10\.0\.0\.5"):
+        _check_system(_external_plan({"drop_caches": True}, host="10.0.0.5"), tmp_path)
+    for here in ({"host": "127.0.0.1"}, {"host": "localhost"}, {"socket": "/run/mysqld.sock"}):
+        plan = _external_plan({"drop_caches": True}, **here)
+        try:
+            _check_system(plan, tmp_path)
+        except ConfigError as exc:  # this machine's own refusals (not root) are not ours
+            assert "external" not in exc.message

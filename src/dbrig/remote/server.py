@@ -34,7 +34,7 @@ import pymysql
 
 import dbrig
 from dbrig import proc
-from dbrig.endpoint import Credentials, Endpoint
+from dbrig.endpoint import Credentials, Endpoint, is_loopback
 from dbrig.errors import DbrigError, ServerError
 from dbrig.host.settings import SystemSettings
 from dbrig.remote import protocol
@@ -240,7 +240,7 @@ class RemoteServerHandle:
         self.address = address
         self.remote_home = remote_home
         self.where = where or f"server '{name}' on {address}"
-        self.bind_address = bind_address or ("127.0.0.1" if _loopback(address) else "0.0.0.0")
+        self.bind_address = bind_address or ("127.0.0.1" if is_loopback(address) else "0.0.0.0")
         self.python = python
         self.host = host
         self.info: dict[str, Any] = {}
@@ -453,10 +453,6 @@ def located(exc: DbrigError, name: str, where: str) -> DbrigError:
     else:
         message = f"{where}: {exc.message}"
     return type(exc)(message, hint=exc.hint)
-
-
-def _loopback(address: str) -> bool:
-    return address in ("localhost", "::1") or address.startswith("127.")
 
 
 LOCAL_AGENT_ENV = "DBRIG_LOCAL_AGENT"  # "1": managed servers run under a local agent (tests)

@@ -240,6 +240,7 @@ def _check_work_directories(plan: Plan, out: Path) -> None:
 def _check_system(plan: Plan, out: Path) -> None:
     """The settings of the cells whose data is on this machine (a managed server on
     another host has its own checked there: ``check_server_hosts``)."""
+    _check_external_system(plan)
     workload = workload_for(plan.scenario.workload)
     remote = remote_servers(plan) if workload.needs_server else {}
     wanted = [c.scenario.system for c in plan.cells if c.server not in remote]
@@ -250,6 +251,34 @@ def _check_system(plan: Plan, out: Path) -> None:
             host_settings.check(wanted, datadir_device(out))
         except ConfigError as exc:
             raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
+
+
+def _check_external_system(plan: Plan) -> None:
+    """``system`` settings an external server's cell cannot have: dbrig does not know the
+    disk under its datadir, and only drops this machine's page cache."""
+    for cell in plan.cells:
+        spec = plan.scenario.server_specs.get(cell.server)
+        settings = cell.scenario.system
+        if not isinstance(spec, ExternalServer) or not settings.active:
+            continue
+        device_key = next(
+            (k for k in ("io_scheduler", "read_ahead_kb") if getattr(settings, k) is not None),
+            None,
+        )
+        if device_key is not None:
+            raise ConfigError(
+                f"{plan.source}: system.{device_key}: server '{cell.server}' is external: "
+                "dbrig does not know the disk under its datadir",
+                hint="set it on the server's host yourself, or use a managed server "
+                "(server.host: for one on another host)",
+            )
+        if settings.drop_caches and not spec.on_this_machine:
+            raise ConfigError(
+                f"{plan.source}: system.drop_caches: server '{cell.server}' is external on "
+                f"{spec.host}: dropping this machine's page cache does nothing for it",
+                hint="drop its host's caches yourself, or use a managed server there "
+                "(server.host:)",
+            )
 
 
 def managed_data_bytes(plan: Plan) -> int:
