@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dbrig import proc
-from dbrig.endpoint import Endpoint
+from dbrig.endpoint import Endpoint, is_loopback
 from dbrig.errors import ConfigError, ToolMissing
 from dbrig.host import probe
 from dbrig.host import settings as host_settings
@@ -272,7 +272,8 @@ def _check_external_system(plan: Plan) -> None:
                 hint="set it on the server's host yourself, or use a managed server "
                 "(server.host: for one on another host)",
             )
-        if settings.drop_caches and not spec.on_this_machine:
+        on_this_machine = spec.socket is not None or is_loopback(spec.host)
+        if settings.drop_caches and not on_this_machine:
             raise ConfigError(
                 f"{plan.source}: system.drop_caches: server '{cell.server}' is external on "
                 f"{spec.host}: dropping this machine's page cache does nothing for it",

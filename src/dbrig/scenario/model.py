@@ -20,7 +20,6 @@ from pydantic import (
     model_validator,
 )
 
-from dbrig.endpoint import is_loopback
 from dbrig.host.settings import SystemSettings
 from dbrig.tools.base import ResumableWorkload, client_host, reconnects_itself
 from dbrig.tools.registry import INTERFERENCE_TOOLS, WORKLOAD_TOOLS, field_name, workload_for
@@ -105,11 +104,6 @@ class ExternalServer(_Frozen):
     prepare: bool = Field(
         True, description="false: the data is already there; dbrig never drops or loads it"
     )
-
-    @property
-    def on_this_machine(self) -> bool:
-        """Reached through a unix socket or a loopback address."""
-        return self.socket is not None or is_loopback(self.host)
 
     @model_validator(mode="after")
     def _one_password_source(self) -> ExternalServer:
