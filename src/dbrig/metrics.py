@@ -711,6 +711,16 @@ def _samplers() -> Iterator[Metric]:
         "1 - Innodb_buffer_pool_reads / Innodb_buffer_pool_read_requests",
     )
     yield Metric("sampler_cpu_pct", "sampler CPU", "% of one core", SAMPLERS, "both samplers")
+    yield Metric(
+        "other_cpu_pct",
+        "other processes' CPU",
+        "%",
+        HOST_SAMPLER,
+        "of the host, mean over cores: busy CPU not taken by the server, the client, "
+        "stress-ng, the samplers, steal or interrupts: something else on the host (absent "
+        "with the server on another host)",
+        fmt=".0f",
+    )
 
 
 # A soak's warnings fire when the slope's interval excludes zero AND it exceeds these (the

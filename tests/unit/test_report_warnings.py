@@ -115,6 +115,23 @@ def test_too_few_repetitions_by_design_is_one_warning(tmp_path: Path) -> None:
     assert few.message.startswith("repeat: 2 runs 2 repetition(s) per cell (fewer than 3")
 
 
+def test_other_load_names_the_cell_and_its_busy_repetitions(tmp_path: Path) -> None:
+    run = copy_run(COMPLETE, tmp_path)
+
+    def change(frame: pd.DataFrame) -> None:
+        frame["other_cpu_pct"] = 1.5  # a quiet host
+        frame.loc[frame["cell"] == "c001", "other_cpu_pct"] = [2.0, 63.2, 14.0]
+
+    edit_results(run, change)
+    (other,) = by_code(run_warnings(run))["other_load"]
+    assert other.cell == "c001"
+    assert other.message == (
+        "c001 (threads=1 cpu=1): other processes took 63 % of the host's CPU (2 of 3 "
+        "repetitions above 10 %: r2, r3): the result competed with something dbrig did not "
+        "start"
+    )
+
+
 def test_steal_swap_reconnects_and_sampler_cost_name_the_cell_and_number(tmp_path: Path) -> None:
     run = copy_run(COMPLETE, tmp_path)
 

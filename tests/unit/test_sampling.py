@@ -621,10 +621,44 @@ def test_summarize_cell_means_over_the_measured_window(cell: Path) -> None:
         "questions_per_s": (1000 + 2500 * 2) / 3,
         "buffer_pool_hit_ratio": 1 - (10 + 10) / (900 + 100),
         "sampler_cpu_pct": 2.0 + 0.5,
+        "other_cpu_pct": 0.0,  # the followed processes account for more than all of it
     }
     assert summary.keys() == expected.keys()
     for key, value in expected.items():
         assert summary[key] == pytest.approx(value), key
+
+
+def test_other_cpu_is_the_busy_time_no_followed_process_steal_or_interrupt_explains(
+    tmp_path: Path,
+) -> None:
+    write_csv(
+        tmp_path / "cpu.csv",
+        """
+        t_s,phase,interval_s,core,user_pct,nice_pct,system_pct,iowait_pct,irq_pct,softirq_pct,steal_pct,idle_pct,busy_pct
+        1.0,measure,1.0,0,90,0,0,0,0,5,5,0,100
+        1.0,measure,1.0,1,60,0,0,0,1,4,0,35,65
+        """,
+    )
+    write_csv(
+        tmp_path / "procs.csv",
+        """
+        t_s,phase,interval_s,role,pids,cpu_pct,rss_mb,ctx_switches_per_s,read_mb_per_s,write_mb_per_s
+        1.0,measure,1.0,server,1,50,400,1000,1,2
+        1.0,measure,1.0,workload,1,18,20,5,0,0
+        """,
+    )
+    write_csv(
+        tmp_path / "sampler.csv",
+        """
+        t_s,phase,interval_s,sampler,cpu_s,cpu_pct
+        1.0,measure,1.0,host,0.02,2
+        """,
+    )
+    # busy less steal and interrupts: (90 + 60) / 2 = 75 % of the host; the server, the
+    # client and the sampler: (50 + 18 + 2) / 2 = 35 %; the rest, 40 %, is someone else's.
+    assert summarize_cell(tmp_path)["other_cpu_pct"] == pytest.approx(40.0)
+    # With the server on another host cpu.csv is that host's: no claim about it.
+    assert "other_cpu_pct" not in summarize_cell(tmp_path, processes_here=False)
 
 
 def test_summarize_cell_without_pinned_cores_has_no_pinned_key(cell: Path) -> None:

@@ -23,6 +23,8 @@ few_repetitions           fewer than 3 successful repetitions
 weak_interference         a repetition's ``stress_achieved_ratio`` under 0.8
 swap                      swap-in or swap-out above 0 MiB/s
 steal                     CPU steal above 5 % (mean over the cell's repetitions)
+other_load                a repetition's ``other_cpu_pct`` above 10 %: processes dbrig did
+                          not start took the host's CPU during the measured window
 sampler_overhead          the samplers' own CPU (``sampler_cpu_pct``) above 1 % of a core
 peak_not_reached          a concurrency sweep whose largest N is below the N* of its USL fit
                           (:mod:`dbrig.report.scaling`): the peak lies beyond the sweep
@@ -68,6 +70,8 @@ MAX_CV = 0.05
 MIN_REPETITIONS = 3
 MIN_STRESS_RATIO = 0.8
 MAX_STEAL_PCT = 5.0
+# A quiet host runs 0-2 % of other work during a trial (measured: docs/sampling.md).
+MAX_OTHER_CPU_PCT = 10.0
 MIN_SAMPLER_WINDOW_S = 10.0
 MAX_SAMPLER_PCT = 1.0
 MAX_CELL_WARNINGS = 6
@@ -139,6 +143,7 @@ def compute_warnings(data: RunData, overview: pd.DataFrame, stats: CellStats) ->
         _weak_interference,
         _swap,
         _steal,
+        _other_load,
         _sampler_overhead,
         _peak_not_reached,
         _page_cache,
@@ -333,6 +338,28 @@ def _weak_interference(run: _Run) -> list[RunWarning]:
     summary = "interference below its target"
     where = see("stress_achieved_ratio")
     return _per_cell("weak_interference", hits, run.n_cells, summary, where=where)
+
+
+def _other_load(run: _Run) -> list[RunWarning]:
+    """Processes dbrig did not start took the host's CPU during the measured window."""
+    results = run.data.results
+    if "other_cpu_pct" not in results:
+        return []
+    other = results[["cell", "repetition", "other_cpu_pct"]].dropna()
+    busy = other[other["other_cpu_pct"] > MAX_OTHER_CPU_PCT]
+    hits = []
+    for cell, rows in busy.groupby("cell", sort=True):
+        reps = ", ".join(f"r{int(r)}" for r in rows["repetition"])
+        count = int((other["cell"] == cell).sum())
+        worst = float(rows["other_cpu_pct"].max())
+        text = (
+            f"other processes took {worst:.0f} % of the host's CPU ({len(rows)} of {count} "
+            f"repetitions above {MAX_OTHER_CPU_PCT:.0f} %: {reps}): the result competed "
+            "with something dbrig did not start"
+        )
+        hits.append(_Hit(str(cell), run.label(str(cell)), text, worst))
+    where = see("other_cpu_pct")
+    return _per_cell("other_load", hits, run.n_cells, "other load on the host", where=where)
 
 
 def _swap(run: _Run) -> list[RunWarning]:

@@ -559,7 +559,11 @@ class TrialExecutor:
                 raise disk_full(self.folder) from sampler.failure
         if remote is not None:
             merge_remote_samples(self.folder, remote.files)
-        self.record.metrics.update(sampling.summarize_cell(self.folder, pinned_cores=pinned_cores))
+        self.record.metrics.update(
+            sampling.summarize_cell(
+                self.folder, pinned_cores=pinned_cores, processes_here=remote is None
+            )
+        )
 
     def _process_roles(self) -> dict[str, list[int]]:
         """The processes the host sampler follows, by role (read from the sampler thread)."""

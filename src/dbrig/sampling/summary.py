@@ -132,6 +132,26 @@ def _summarize_procs(frame: pd.DataFrame) -> dict[str, float]:
     return summary
 
 
+def _other_cpu_pct(cpu: pd.DataFrame, procs: pd.DataFrame | None, sampler_pct: float) -> float:
+    """The host's CPU busy in processes dbrig did not start, % of the host (mean over
+    cores): busy time less steal and interrupts (the hypervisor's, and the kernel's work
+    for everyone), less the followed processes' and the samplers' own share."""
+    process_busy = cpu["busy_pct"].copy()
+    for column in ("steal_pct", "irq_pct", "softirq_pct"):
+        if column in cpu:
+            process_busy -= pd.to_numeric(cpu[column], errors="coerce").fillna(0.0)
+    per_core = [
+        _weighted_mean(process_busy[rows.index], rows["interval_s"])
+        for _, rows in cpu.groupby("core")
+    ]
+    busy = _mean(per_core) or 0.0
+    ours = sampler_pct
+    if procs is not None:
+        for _, rows in procs.groupby("role"):
+            ours += _weighted_mean(rows["cpu_pct"], rows["interval_s"]) or 0.0
+    return max(0.0, busy - ours / max(1, len(per_core)))
+
+
 def _summarize_status(frame: pd.DataFrame) -> dict[str, float]:
     summary: dict[str, float] = {}
     if "questions_per_s" in frame.columns:
@@ -167,7 +187,10 @@ def _summarize_sampler(frame: pd.DataFrame) -> dict[str, float]:
 
 
 def summarize_cell(
-    cell_dir: Path | str, *, pinned_cores: Collection[int] | None = None
+    cell_dir: Path | str,
+    *,
+    pinned_cores: Collection[int] | None = None,
+    processes_here: bool = True,
 ) -> dict[str, float]:
     """Per-cell means over the measure phase of the sampler CSVs in ``cell_dir``.
 
@@ -184,7 +207,11 @@ def summarize_cell(
       ``<role>_read_mb_per_s``, ``<role>_write_mb_per_s``;
     - status.csv: ``questions_per_s``, ``buffer_pool_hit_ratio`` (1 - reads / read requests
       over the window);
-    - sampler.csv: ``sampler_cpu_pct`` (both samplers' own CPU, % of one core).
+    - sampler.csv: ``sampler_cpu_pct`` (both samplers' own CPU, % of one core);
+    - cpu.csv with procs.csv and sampler.csv: ``other_cpu_pct`` (:func:`_other_cpu_pct`),
+      only when every followed process ran on the host cpu.csv describes
+      (``processes_here``; with the server on another host, cpu.csv is its host's and
+      procs.csv mixes both hosts').
 
     Means are weighted by each row's ``interval_s``.
     """
@@ -198,8 +225,12 @@ def summarize_cell(
         ("sampler.csv", _summarize_sampler),
     ]
     summary: dict[str, float] = {}
+    frames = {name: _measured(cell / name) for name, _ in summarizers}
     for filename, summarize in summarizers:
-        frame = _measured(cell / filename)
-        if frame is not None:
+        if (frame := frames[filename]) is not None:
             summary.update(summarize(frame))
+    cpu = frames["cpu.csv"]
+    if processes_here and cpu is not None and frames["sampler.csv"] is not None:
+        other = _other_cpu_pct(cpu, frames["procs.csv"], summary.get("sampler_cpu_pct", 0.0))
+        _put(summary, "other_cpu_pct", other)
     return summary
