@@ -240,3 +240,29 @@ def test_main_exit_codes_0_and_1(registered):
     assert main_exit(["compare", fixture("base"), fixture("aa")]) == 0
     worse = ["compare", fixture("quiet-base"), fixture("quiet-worse"), "--fail-on-regression"]
     assert main_exit(worse) == 1
+
+
+def test_how_the_host_disturbed_a_side_is_said_beside_the_verdicts(tmp_path):
+    import pandas as pd
+
+    candidate = tmp_path / "aa"
+    shutil.copytree(RUNS / "aa", candidate)
+    results = pd.read_csv(candidate / "results.csv")
+    results["other_cpu_pct"] = 1.0
+    results.loc[results["cell"] == results["cell"].iloc[0], "other_cpu_pct"] = 45.0
+    results.to_csv(candidate / "results.csv", index=False)
+    paths = {ext: tmp_path / f"out.{ext}" for ext in ("md", "json", "html")}
+    outputs = [f"--{flag}={paths[ext]}" for flag, ext in (("markdown", "md"), ("json", "json"))]
+    code, out = invoke([fixture("base"), str(candidate), *outputs, f"--html={paths['html']}"])
+    assert code == 0
+    caveats = [ln.removeprefix("caveat: ") for ln in out.splitlines() if ln.startswith("caveat")]
+    # The fixture runs' own (stress-ng short of its target in a repetition), then the load.
+    assert any(c.startswith("baseline base: ") and "stress-ng achieved" in c for c in caveats)
+    (other,) = [c for c in caveats if "other processes" in c]
+    assert other.startswith("candidate aa: c000")
+    assert "other processes took 45 % of the host's CPU" in other
+    assert "#### Measurement caveats" in paths["md"].read_text()
+    assert json.loads(paths["json"].read_text())["caveats"] == caveats
+    assert "Measurement caveats" in paths["html"].read_text()
+    _, quiet = invoke([fixture("base"), fixture("aa")])
+    assert "other processes" not in quiet

@@ -357,7 +357,9 @@ class CompareReport:
     ``only_baseline``/``only_candidate`` list cells that had no partner.
     ``correction`` is how the error rate is held over the ``comparisons`` tested
     rows ("holm" or "none"), ``primary`` the metric given half of alpha, and
-    ``tests`` the test used per metric.
+    ``tests`` the test used per metric. ``caveats`` say how the host disturbed either
+    side's measurement (the runs' own warnings: steal, other load, swap...), one line each,
+    side first; the command layer fills them in from the saved runs.
     """
 
     baseline: str
@@ -376,6 +378,7 @@ class CompareReport:
     comparisons: int = 0
     primary: str | None = None
     tests: tuple[tuple[str, str], ...] = ()
+    caveats: tuple[str, ...] = ()
 
     def counts(self) -> dict[str, int]:
         """Rows per verdict, in :data:`VERDICTS` order, zero counts left out."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from dbrig.commands.completion import complete_run_dir
 from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError
 from dbrig.report import compare_text as output
+from dbrig.report import measurement_caveats
 
 _STYLES = {
     "worse": "bold red",
@@ -153,7 +155,9 @@ def build_report(
     if by is not None:
         if len(runs) != 1:
             raise ConfigError(f"compare --by {by}: give exactly one RUN (got {len(runs)})")
-        return compare.compare_groups(load_run_input(runs[0]), by, baseline, **options)
+        run = load_run_input(runs[0])
+        report = compare.compare_groups(run, by, baseline, **options)
+        return _with_caveats(report, [(run.label, runs[0])])
     if baseline is not None:
         raise ConfigError("--baseline: only with --by FACTOR")
     if len(runs) != 2:
@@ -164,7 +168,17 @@ def build_report(
     same_name = base_path.name == cand_path.name
     base = load_run_input(base_path, str(base_path) if same_name else None)
     cand = load_run_input(cand_path, str(cand_path) if same_name else None)
-    return compare.compare_runs(base, cand, **options)
+    report = compare.compare_runs(base, cand, **options)
+    sides = [(f"baseline {base.label}", base_path), (f"candidate {cand.label}", cand_path)]
+    return _with_caveats(report, sides)
+
+
+def _with_caveats(
+    report: compare.CompareReport, sides: Sequence[tuple[str, Path]]
+) -> compare.CompareReport:
+    """The report with each side's warnings about how the host disturbed it."""
+    caveats = [f"{side}: {line}" for side, path in sides for line in measurement_caveats(path)]
+    return dataclasses.replace(report, caveats=tuple(caveats))
 
 
 def _split(metrics: Sequence[str]) -> list[str]:
@@ -192,6 +206,8 @@ def print_report(report: compare.CompareReport) -> None:
     for diff in report.differences:
         style = "" if diff.explained_by or report.allow_env_diff else "yellow"
         print_line(console, "environment: " + output.difference_line(diff), style)
+    for caveat in report.caveats:
+        print_line(console, "caveat: " + caveat, "yellow")
     if report.unexplained and not report.allow_env_diff:
         print_line(
             console,

@@ -6,6 +6,6 @@ for the page and the terminal alike.
 """
 
 from dbrig.report.build import write_report
-from dbrig.report.warnings import RunWarning, run_warnings
+from dbrig.report.warnings import RunWarning, measurement_caveats, run_warnings
 
-__all__ = ["RunWarning", "run_warnings", "write_report"]
+__all__ = ["RunWarning", "measurement_caveats", "run_warnings", "write_report"]

@@ -204,6 +204,7 @@ def report_dict(report: CompareReport) -> dict[str, Any]:
                     for d in report.differences
                 ],
             },
+            "caveats": list(report.caveats),
             "only_baseline": list(report.only_baseline),
             "only_candidate": list(report.only_candidate),
             "noise": metric_notes(report),
@@ -262,6 +263,7 @@ def to_json(report: CompareReport) -> str:
 
 # A GitHub comment holds at most 65536 characters; a table row takes about 150.
 MARKDOWN_ROWS = 300
+CAVEATS_HEADING = "Measurement caveats (the host disturbed a side: weigh its verdicts)"
 
 _MARK = {"worse": "🔴", "better": "🟢", "failed": "❌", "incomparable": "⚠️", "changed": "🔵"}
 
@@ -275,6 +277,10 @@ def to_markdown(report: CompareReport) -> str:
     if report.differences:
         lines += [_env_heading(report), ""]
         lines += [f"- {_md_escape(difference_line(d))}" for d in report.differences]
+        lines.append("")
+    if report.caveats:
+        lines += [f"#### {CAVEATS_HEADING}", ""]
+        lines += [f"- {_md_escape(c)}" for c in report.caveats]
         lines.append("")
     unmatched = [*report.only_baseline, *report.only_candidate]
     if unmatched:
@@ -403,6 +409,10 @@ def to_html(report: CompareReport) -> str:
     if report.differences:
         parts.append(f"<h2>{_h(_env_heading(report).removeprefix('#### '))}</h2><ul>")
         parts += [f"<li>{_h(difference_line(d))}</li>" for d in report.differences]
+        parts.append("</ul>")
+    if report.caveats:
+        parts.append(f"<h2>{_h(CAVEATS_HEADING)}</h2><ul>")
+        parts += [f"<li>{_h(c)}</li>" for c in report.caveats]
         parts.append("</ul>")
     for metric in report.metrics:
         rows = [r for r in report.rows if r.metric == metric]

@@ -80,6 +80,11 @@ MAX_CELL_WARNINGS = 6
 MIN_SOAK_WINDOW_S = 600.0
 
 
+# The warnings about how the host disturbed a measurement, which ``compare`` repeats
+# beside its verdicts: a regression in a run that competed for the CPU may be the host's.
+MEASUREMENT_CODES = ("steal", "other_load", "swap", "weak_interference", "sampler_overhead")
+
+
 @dataclass(frozen=True)
 class RunWarning:
     """One reason to distrust part of a run: a stable ``code``, a sentence, the cell or None."""
@@ -104,6 +109,12 @@ def run_warnings(run_dir: Path) -> list[RunWarning]:
     metrics = metric_columns(data.results, data.factors)
     stats = aggregate(data.results, metrics, list(data.cells["cell"]))
     return compute_warnings(data, overview, stats)
+
+
+def measurement_caveats(run_dir: Path) -> list[str]:
+    """The run's warnings about how the host disturbed its measurement
+    (:data:`MEASUREMENT_CODES`), one line each."""
+    return [w.message for w in run_warnings(run_dir) if w.code in MEASUREMENT_CODES]
 
 
 @dataclass(frozen=True)
