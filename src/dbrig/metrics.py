@@ -702,6 +702,15 @@ def _samplers() -> Iterator[Metric]:
     yield from _process("server", "server", "server")
     yield from _process("workload", "workload", "client")
     yield from _process("stress", "stress-ng", "stress")
+    yield Metric(
+        "kernel_cpu_pct",
+        "kernel threads' CPU",
+        "% of one core",
+        h,
+        "writeback, loop devices, journals, kworkers: mostly I/O done for the server",
+        fmt=".0f",
+    )
+    yield Metric("kernel_cpu_s", "kernel threads' CPU time", "s", h, "CPU seconds in the window")
     yield Metric("questions_per_s", "questions", "1/s", STATUS_SAMPLER, "the server's counter")
     yield Metric(
         "buffer_pool_hit_ratio",
@@ -717,8 +726,8 @@ def _samplers() -> Iterator[Metric]:
         "%",
         HOST_SAMPLER,
         "of the host, mean over cores: busy CPU not taken by the server, the client, "
-        "stress-ng, the samplers, steal or interrupts: something else on the host (absent "
-        "with the server on another host)",
+        "stress-ng, kernel threads, the samplers, steal or interrupts: something else on the "
+        "host (absent when a process of the trial is not followed here)",
         fmt=".0f",
     )
 

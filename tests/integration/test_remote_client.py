@@ -39,8 +39,9 @@ pytestmark = pytest.mark.integration
 
 SECRET = "r3mote-Pw#9"
 # The columns the host sampler takes from the client's own process: a remote client is
-# not a process of this machine (remote sampling is the remote agent's part).
-LOCAL_PROCESS_COLUMNS = ("workload_",)
+# not a process of this machine (remote sampling is the remote agent's part). Nor is the
+# host's other work known: the ssh connection carrying the client's queries is not followed.
+LOCAL_PROCESS_COLUMNS = ("workload_", "other_cpu_pct")
 
 
 def remote_scenario(sshd: Sshd, **changes: Any) -> dict[str, Any]:

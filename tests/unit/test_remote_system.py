@@ -161,3 +161,21 @@ def test_the_dry_run_says_on_which_host_a_cells_settings_act() -> None:
         "  system: drop_caches=True",
         "  system: drop_caches=True (on hosts.db1, under its datadir there)",
     ]
+
+
+def test_two_servers_on_one_host_cannot_share_its_disk_settings() -> None:
+    from dbrig.run.remote import check_server_hosts
+
+    plan = plan_from_dict(
+        {
+            "name": "x",
+            "hosts": {"db1": {"ssh": "root@db1"}},
+            "servers": {"a": {"host": "db1"}, "b": {"host": "db1"}},
+            "matrix": {"server": ["a", "b"]},
+            "workload": {"sysbench": {}},
+            "system": {"read_ahead_kb": 256},
+        }
+    )
+    # Refused before any connection is tried (db1 does not exist).
+    with pytest.raises(ConfigError, match=r"system\.read_ahead_kb: servers 'a', 'b' all run on"):
+        check_server_hosts(plan)

@@ -421,7 +421,12 @@ def test_host_sampler_rows_carry_the_stamp(tmp_path: Path) -> None:
     memory = read_rows(tmp_path / "memory.csv")
     assert [r["phase"] for r in memory] == ["warmup", "measure"]
     procs = read_rows(tmp_path / "procs.csv")
-    assert [(r["role"], r["pids"]) for r in procs] == [("server", "1"), ("server", "1")]
+    assert [(r["role"], r["pids"]) for r in procs if r["role"] != "kernel"] == [
+        ("server", "1"),
+        ("server", "1"),
+    ]
+    kernel = [r for r in procs if r["role"] == "kernel"]  # every kernel thread, as one row
+    assert len(kernel) == 2 and all(int(r["pids"]) > 1 and r["cpu_pct"] for r in kernel)
     whole = sampling.whole_disks()
     if whole is not None and (tmp_path / "disk.csv").exists():
         assert {r["device"] for r in read_rows(tmp_path / "disk.csv")} <= whole
@@ -659,6 +664,29 @@ def test_other_cpu_is_the_busy_time_no_followed_process_steal_or_interrupt_expla
     assert summarize_cell(tmp_path)["other_cpu_pct"] == pytest.approx(40.0)
     # With the server on another host cpu.csv is that host's: no claim about it.
     assert "other_cpu_pct" not in summarize_cell(tmp_path, processes_here=False)
+
+
+def test_a_process_that_ran_half_the_window_counts_half_in_other_cpu(tmp_path: Path) -> None:
+    write_csv(
+        tmp_path / "cpu.csv",
+        """
+        t_s,phase,interval_s,core,iowait_pct,steal_pct,busy_pct
+        1.0,measure,1.0,0,0,0,100
+        2.0,measure,1.0,0,0,0,100
+        """,
+    )
+    write_csv(
+        tmp_path / "procs.csv",
+        """
+        t_s,phase,interval_s,role,pids,cpu_pct,rss_mb,ctx_switches_per_s,read_mb_per_s,write_mb_per_s
+        1.0,measure,1.0,stress-ng,1,100,1,1,0,0
+        """,
+    )
+    (tmp_path / "sampler.csv").write_text(
+        "t_s,phase,interval_s,sampler,cpu_s,cpu_pct\n1.0,measure,1.0,host,0,0\n"
+    )
+    # stress-ng took the core for the first second only: the second is someone else's.
+    assert summarize_cell(tmp_path)["other_cpu_pct"] == pytest.approx(50.0)
 
 
 def test_summarize_cell_without_pinned_cores_has_no_pinned_key(cell: Path) -> None:

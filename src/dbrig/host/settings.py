@@ -29,6 +29,9 @@ from dbrig.host.probe import block_device_of, parse_scheduler
 log = logging.getLogger(__name__)
 
 
+DEVICE_SETTINGS = ("io_scheduler", "read_ahead_kb")  # of the block device, not the host
+
+
 class SystemSettings(BaseModel):
     """The scenario's ``system`` block."""
 

@@ -9,11 +9,13 @@ Remote processes never outlive the run. Every command runs under :data:`WRAPPER`
 few lines of POSIX sh that start it in the background and watch their own stdin, a pipe
 dbrig holds open: at EOF (dbrig stopped the local ``ssh``, the connection dropped, or
 dbrig died and the kernel closed the pipe) the wrapper sends SIGTERM to its process
-group, waits for the command and reports as if it had ended by itself (its exit code,
-and its CPU times when asked: a stopped stress-ng's count), then SIGKILLs the group once
-the wrapper is gone (5 s at most). So closing the local ``ssh``'s stdin stops the command
-cleanly (:func:`stop_wrapped`); killing the local ``ssh`` stops it too, unreported. The
-group is the ssh session's: sshd makes each session its own, and the remote command line starts with
+group, waits for the command and reports its CPU times when asked (a stopped
+stress-ng's count), then SIGKILLs the group once the wrapper is gone (5 s at most). So
+closing the local ``ssh``'s stdin stops the command cleanly (:func:`stop_wrapped`);
+killing the local ``ssh`` stops it too, unreported. The exit code after such a stop is
+the command's under dash (Debian's sh); under bash as sh it may be 143 (bash can reap
+the command before the wrapper's wait returns), so nothing relies on it. The group is
+the ssh session's: sshd makes each session its own, and the remote command line starts with
 ``exec`` so the wrapper is its leader. The wrapper signals the group numbered by its own
 pid, so run anywhere it is not a group leader, it signals nothing (never its caller's).
 ``ssh -tt`` would give SIGHUP on hang-up too, but a terminal merges stderr into stdout

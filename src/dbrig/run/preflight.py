@@ -262,8 +262,7 @@ def _check_external_system(plan: Plan) -> None:
         if not isinstance(spec, ExternalServer) or not settings.active:
             continue
         device_key = next(
-            (k for k in ("io_scheduler", "read_ahead_kb") if getattr(settings, k) is not None),
-            None,
+            (k for k in host_settings.DEVICE_SETTINGS if getattr(settings, k) is not None), None
         )
         if device_key is not None:
             raise ConfigError(

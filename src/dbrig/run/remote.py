@@ -31,6 +31,7 @@ from pathlib import Path
 import dbrig
 from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
+from dbrig.host.settings import DEVICE_SETTINGS
 from dbrig.remote.probe import PROBE_MODULE
 from dbrig.remote.server import (
     BENCHMARK_USER,
@@ -282,13 +283,27 @@ def _check_one_host(host: SshHost, cells: list[Cell]) -> ClientTool:
                 f"workload.{workload.key}.cpus: {host.target.label} has no taskset",
                 hint="install util-linux there, or leave cpus out for a remote client",
             )
-        count = host.cpu_count()
-        if count is not None and max(pinned) >= count:
-            raise ConfigError(
-                f"workload.{workload.key}.cpus: core {max(pinned)} does not exist on "
-                f"{host.target.label} ({count} cores: 0-{count - 1})"
-            )
+        _check_cores_there(host, pinned, f"workload.{workload.key}.cpus")
     return found
+
+
+def _check_cores_there(host: SshHost, pinned: set[int], key: str) -> int:
+    """The host's core count, every pinned core among them; one line naming ``key`` when
+    a core is missing or the count cannot be read (a pin to a core that may not exist is
+    not run on trust)."""
+    count = host.cpu_count()
+    if count is None:
+        raise ConfigError(
+            f"{key}: cannot read the core count of {host.target.label} "
+            "(getconf _NPROCESSORS_ONLN failed there)",
+            hint="install libc-bin there, or leave the cores out",
+        )
+    if max(pinned) >= count:
+        raise ConfigError(
+            f"{key}: core {max(pinned)} does not exist on {host.target.label} "
+            f"({count} cores: 0-{count - 1})"
+        )
+    return count
 
 
 def _tool_there(host: SshHost, info: ToolInfo, key: str) -> ClientTool:
@@ -342,13 +357,8 @@ def _check_interference_host(host: SshHost, tools: list[InterferenceTool]) -> Cl
     except SshError as exc:
         raise SshError(f"{key}.host: {exc.message}", hint=exc.hint) from None
     pinned = {core for tool in tools for core in tool.pinned_cores() or ()}
-    count = host.cpu_count() if pinned else None
-    if count is not None:
-        if max(pinned) >= count:
-            raise ConfigError(
-                f"{key}.taskset: core {max(pinned)} does not exist on {host.target.label} "
-                f"({count} cores: 0-{count - 1})"
-            )
+    if pinned:
+        count = _check_cores_there(host, pinned, f"{key}.taskset")
         for tool in tools:  # the rest of its checks: cores listed twice, workers sharing one
             tool.check_host(count)
     return found
@@ -399,11 +409,36 @@ def system_blocks(plan: Plan, server: str) -> list[dict]:
     return [b.model_dump(mode="json") for b in blocks if b.active]
 
 
+def _check_one_device_owner_per_host(plan: Plan) -> None:
+    """Each remote server's agent keeps the original disk settings of its own cells: two
+    servers on one host would each take the other's values for the originals, and one's
+    cells would run with the other's settings. Refused when their cells set any."""
+    by_host: dict[str, list[str]] = {}
+    for name, host_name in remote_servers(plan).items():
+        by_host.setdefault(host_name, []).append(name)
+    for host_name, names in sorted(by_host.items()):
+        if len(names) < 2:
+            continue
+        for cell in plan.cells:
+            settings = cell.scenario.system
+            key = next((k for k in DEVICE_SETTINGS if getattr(settings, k) is not None), None)
+            if cell.server in names and key is not None:
+                others = ", ".join(f"'{n}'" for n in names)
+                raise ConfigError(
+                    f"{plan.source}: system.{key}: servers {others} all run on "
+                    f"hosts.{host_name}, where one disk setting would be shared by their "
+                    "agents",
+                    hint="put the servers on different hosts, or leave io_scheduler and "
+                    "read_ahead_kb out",
+                )
+
+
 def check_server_hosts(plan: Plan) -> dict[str, ServerBinary]:
     """Every managed server's host answers over ssh and has python3, this dbrig's version
     and the server binaries (what the agent will find there), and can apply the ``system``
     settings of the server's cells; each server's binary, by server name. One line naming
     the key and the host otherwise (nothing has started)."""
+    _check_one_device_owner_per_host(plan)
     found: dict[str, ServerBinary] = {}
     for name, host_name in remote_servers(plan).items():
         spec = plan.scenario.server_specs[name]

@@ -46,7 +46,7 @@ from dbrig.run.remote import RemoteClients, RemoteRun, lost_connection, remote_r
 from dbrig.run.startwatch import StartWatch
 from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, Trial
-from dbrig.server.handles import ManagedServerHandle, setting_warnings
+from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle, setting_warnings
 from dbrig.tools.base import (
     CheckedWorkload,
     ClientLogWorkload,
@@ -54,9 +54,10 @@ from dbrig.tools.base import (
     ResumableWorkload,
     WorkloadTool,
     client_host,
+    interference_host,
     reconnects_itself,
 )
-from dbrig.tools.registry import workload_for
+from dbrig.tools.registry import interference_for, workload_for
 from dbrig.util.files import disk_full, is_disk_full
 
 OUTPUT_TAIL_LINES = 20  # of the tool's output, kept in trial.json when a trial fails
@@ -561,9 +562,21 @@ class TrialExecutor:
             merge_remote_samples(self.folder, remote.files)
         self.record.metrics.update(
             sampling.summarize_cell(
-                self.folder, pinned_cores=pinned_cores, processes_here=remote is None
+                self.folder, pinned_cores=pinned_cores, processes_here=self._all_followed_here()
             )
         )
+
+    def _all_followed_here(self) -> bool:
+        """Every process of the trial that takes this host's CPU is one the host sampler
+        follows: not so with an external server (no pid), a server on another host
+        (cpu.csv is its host's), or a client or stress-ng over ssh (the local ssh
+        connection carries their traffic and is not followed)."""
+        if isinstance(self.server, ExternalServerHandle | RemoteServerHandle):
+            return False
+        if client_host(self.workload) is not None:
+            return False
+        tools = interference_for(self.scenario.interference)
+        return all(interference_host(tool) is None for tool in tools)
 
     def _process_roles(self) -> dict[str, list[int]]:
         """The processes the host sampler follows, by role (read from the sampler thread)."""

@@ -227,7 +227,9 @@ class HostSampler(_Sampler):
             disks=psutil.disk_io_counters(perdisk=True) or {},
             memory=psutil.virtual_memory(),
             swap=psutil.swap_memory(),
-            procs=None if self._processes is None else snapshot_processes(self._processes()),
+            procs=None
+            if self._processes is None
+            else snapshot_processes(self._processes(), kernel_threads=True),
         )
 
     def _prepare(self, first: HostSnapshot) -> None:

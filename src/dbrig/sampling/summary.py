@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dbrig.sampling.procs import KERNEL_ROLE
 from dbrig.sampling.schedule import MEASURE
 
 # Summary keys use these prefixes for the runner's role names; others are sanitised.
@@ -123,6 +124,8 @@ def _summarize_procs(frame: pd.DataFrame) -> dict[str, float]:
         cpu_s = _integral(rows["cpu_pct"], weights)
         _put(summary, f"{key}_cpu_pct", _weighted_mean(rows["cpu_pct"], weights))
         _put(summary, f"{key}_cpu_s", None if cpu_s is None else cpu_s / 100.0)
+        if role == KERNEL_ROLE:  # their CPU only: no memory, switches or I/O of their own
+            continue
         rss = pd.to_numeric(rows["rss_mb"], errors="coerce")
         if rss.notna().any():
             _put(summary, f"{key}_rss_mb_max", float(rss.max()))
@@ -135,7 +138,8 @@ def _summarize_procs(frame: pd.DataFrame) -> dict[str, float]:
 def _other_cpu_pct(cpu: pd.DataFrame, procs: pd.DataFrame | None, sampler_pct: float) -> float:
     """The host's CPU busy in processes dbrig did not start, % of the host (mean over
     cores): busy time less steal and interrupts (the hypervisor's, and the kernel's work
-    for everyone), less the followed processes' and the samplers' own share."""
+    for everyone), less the followed processes', the kernel threads' (writeback, loop
+    devices, journals: mostly the server's I/O) and the samplers' own share."""
     process_busy = cpu["busy_pct"].copy()
     for column in ("steal_pct", "irq_pct", "softirq_pct"):
         if column in cpu:
@@ -145,10 +149,12 @@ def _other_cpu_pct(cpu: pd.DataFrame, procs: pd.DataFrame | None, sampler_pct: f
         for _, rows in cpu.groupby("core")
     ]
     busy = _mean(per_core) or 0.0
+    # Each process's CPU over the whole window: one that ran half of it counts half.
+    window_s = _mean(float(rows["interval_s"].sum()) for _, rows in cpu.groupby("core"))
     ours = sampler_pct
-    if procs is not None:
+    if procs is not None and window_s:
         for _, rows in procs.groupby("role"):
-            ours += _weighted_mean(rows["cpu_pct"], rows["interval_s"]) or 0.0
+            ours += (_integral(rows["cpu_pct"], rows["interval_s"]) or 0.0) / window_s
     return max(0.0, busy - ours / max(1, len(per_core)))
 
 

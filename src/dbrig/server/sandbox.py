@@ -67,7 +67,8 @@ def port_was_taken(log_text: str) -> bool:
     """The server's error log says it could not bind its TCP port: another process has it
     (MariaDB: ``Bind on TCP/IP port. Got error: 98: Address already in use``)."""
     return any(
-        "[ERROR]" in line and "Address already in use" in line for line in log_text.splitlines()
+        "[ERROR]" in line and "TCP/IP port" in line and "Address already in use" in line
+        for line in log_text.splitlines()
     )
 
 
