@@ -40,7 +40,10 @@ def test_a_pinned_stress_ng_core_is_busy_and_server_counters_advance(
 
     # Shared VM: "about 80 %" allows for steal and scheduling noise.
     assert metrics["cpu_busy_pct_core0"] >= 70, metrics
-    assert metrics["cpu_busy_pct_core1"] < metrics["cpu_busy_pct_core0"] - 20, metrics
+    # Core 1 idles only if nothing else runs on the host: dbrig measures whether something
+    # did (a test run beside this one, by hand or by another suite), and then it may not.
+    if metrics["other_cpu_pct"] <= 10:
+        assert metrics["cpu_busy_pct_core1"] < metrics["cpu_busy_pct_core0"] - 20, metrics
     assert metrics["pinned_cores_busy_pct"] == pytest.approx(metrics["cpu_busy_pct_core0"])
     assert metrics["stress_cpu_s_achieved"] > 0
 

@@ -23,10 +23,11 @@ import contextlib
 import json
 import logging
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dbrig
 from dbrig.endpoint import Endpoint
@@ -241,14 +242,22 @@ def check_client_hosts(plan: Plan) -> dict[str, ClientTool]:
     binaries: dict[str, ClientTool] = {}
     for name, cells in sorted(used.items()):
         _check_reachable_servers(plan, name, cells)
-        host = SshHost(target(plan.scenario, name))
-        try:
-            binaries[name] = _check_one_host(host, cells)
-        except (SshError, ConfigError) as exc:
-            raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
-        finally:
-            host.close()
+        binaries[name] = _checked_on(plan, name, _check_one_host, cells)
     return binaries
+
+
+def _checked_on(
+    plan: Plan, name: str, check: Callable[[SshHost, list[Any]], ClientTool], what: list[Any]
+) -> ClientTool:
+    """``check(host, what)`` over a connection of its own to host ``name``, closed after;
+    its refusal as one line naming the scenario file."""
+    host = SshHost(target(plan.scenario, name))
+    try:
+        return check(host, what)
+    except (SshError, ConfigError) as exc:
+        raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
+    finally:
+        host.close()
 
 
 def _check_what_runs_there(workload: WorkloadTool) -> None:
@@ -339,13 +348,7 @@ def check_interference_hosts(plan: Plan) -> dict[str, ClientTool]:
     for key, tools in sorted(interference_hosts(plan).items()):
         name = interference_host(tools[0])
         assert name is not None
-        host = SshHost(target(plan.scenario, name))
-        try:
-            found[key] = _check_interference_host(host, tools)
-        except (SshError, ConfigError) as exc:
-            raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
-        finally:
-            host.close()
+        found[key] = _checked_on(plan, name, _check_interference_host, tools)
     return found
 
 
