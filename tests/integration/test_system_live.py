@@ -96,3 +96,41 @@ def test_a_trial_without_a_setting_runs_under_the_original_not_the_previous_one(
     finally:
         state.restore()
     assert device.scheduler()[0] == before
+
+
+def test_settings_a_sigkilled_dbrig_left_changed_are_put_back_by_the_next_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dbrig.host.settings import MEMO_PREFIX
+    from tests.integration.helpers import (
+        run_main,
+        sigkill_dbrig_mid_trial,
+        tiny_scenario,
+        write_scenario,
+    )
+
+    device = _device()
+    before = device.read_ahead_kb()
+    changed = 96 if before != 96 else 112
+    tmp = Path(os.environ.get("TMPDIR", "/tmp"))
+    earlier = set(tmp.glob(f"{MEMO_PREFIX}*.json"))  # other runs' of the suite, if any
+    workload = tiny_scenario()["workload"]
+    workload["sysbench"]["time"] = 30
+    killed = write_scenario(
+        tmp_path / "killed.yaml",
+        tiny_scenario(workload=workload, system={"read_ahead_kb": changed}),
+    )
+    try:
+        left = sigkill_dbrig_mid_trial(["run", killed, "--out", tmp_path / "runs"], tmp_path)
+        assert left == []
+        assert device.read_ahead_kb() == changed, "SIGKILL gave it no chance to put it back"
+        memos = set(tmp.glob(f"{MEMO_PREFIX}*.json")) - earlier
+        assert memos, "the original was kept in a memo as soon as it was read"
+        plain = write_scenario(tmp_path / "next.yaml", tiny_scenario())
+        result = run_main(["run", str(plain), "--out", str(tmp_path / "next")], capsys)
+        assert result.code == 0, result.err
+        # Put back by this run (it says so), or by another run of the suite started meanwhile.
+        assert device.read_ahead_kb() == before
+        assert not any(m.exists() for m in memos)
+    finally:
+        device.set_read_ahead_kb(before)

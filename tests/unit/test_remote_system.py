@@ -36,7 +36,11 @@ def test_the_original_values_are_kept_in_the_memo_for_a_process_that_outlives_a_
     memo = tmp_path / "memo.json"
     killed = SystemState(device, drop_caches_file=tmp_path / "drop", memo=memo)
     killed.apply(SystemSettings(io_scheduler="kyber", read_ahead_kb=64))
-    assert json.loads(memo.read_text()) == {"io_scheduler": "mq-deadline", "read_ahead_kb": 128}
+    assert json.loads(memo.read_text()) == {
+        "io_scheduler": "mq-deadline",
+        "read_ahead_kb": 128,
+        "device": "vdz",
+    }
     # The next one (the next agent of the folder) puts back the first one's originals...
     successor = SystemState(device, memo=memo)
     successor.apply(SystemSettings(read_ahead_kb=32))
@@ -44,6 +48,30 @@ def test_the_original_values_are_kept_in_the_memo_for_a_process_that_outlives_a_
     successor.restore()
     assert device.scheduler()[0] == "mq-deadline" and device.read_ahead_kb() == 128
     assert not memo.exists(), "...and the memo goes with them"
+
+
+def test_the_next_run_puts_back_what_a_killed_dbrig_left_changed_here(tmp_path: Path) -> None:
+    import subprocess
+
+    from dbrig.host.settings import MEMO_PREFIX, restore_orphaned, run_memo
+
+    device = fake_device(tmp_path / "sys")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    killed = SystemState(device, drop_caches_file=tmp_path / "drop", memo=run_memo(tmp_path))
+    killed.apply(SystemSettings(io_scheduler="kyber", read_ahead_kb=64))
+    left = run_memo(tmp_path).rename(tmp_path / f"{MEMO_PREFIX}{dead.pid}.json")  # "killed"
+    running = SystemState(device, memo=run_memo(tmp_path))  # this process: alive
+    running.apply(SystemSettings(read_ahead_kb=64))
+
+    said = restore_orphaned(tmp_path, sys_root=tmp_path / "sys")
+
+    assert said == [
+        f"put back io_scheduler=mq-deadline, read_ahead_kb=128 on vdz, left changed by "
+        f"dbrig pid {dead.pid}"
+    ]
+    assert device.scheduler()[0] == "mq-deadline" and device.read_ahead_kb() == 128
+    assert not left.exists() and run_memo(tmp_path).exists(), "a live dbrig's memo stays"
 
 
 def test_an_unreadable_memo_is_no_original(tmp_path: Path) -> None:

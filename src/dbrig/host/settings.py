@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dbrig import proc
 from dbrig.errors import ConfigError, ServerError
 from dbrig.host.probe import block_device_of, parse_scheduler
 
@@ -141,6 +143,11 @@ class SystemState:
         self.memo = memo
         self._original: dict[str, Any] = self._read_memo()
 
+    @property
+    def originals(self) -> dict[str, Any]:
+        """The values to put back, by setting."""
+        return dict(self._original)
+
     def apply(self, settings: SystemSettings) -> dict[str, Any]:
         """Set what the trial asks for; returns the values read back, for the trial record.
 
@@ -184,7 +191,8 @@ class SystemState:
         if self.memo is None:
             return
         partial = self.memo.with_name(self.memo.name + ".partial")
-        partial.write_text(json.dumps(self._original))
+        device = {"device": self.device.name} if self.device else {}
+        partial.write_text(json.dumps({**self._original, **device}))
         partial.replace(self.memo)
 
     def restore(self) -> None:
@@ -205,3 +213,37 @@ class SystemState:
             setter(value)
         except ServerError as exc:
             log.error("putting back a system setting failed: %s", exc)
+
+
+MEMO_PREFIX = "dbrig-system-"  # + the pid of the dbrig that wrote it + ".json", in $TMPDIR
+
+
+def run_memo(tmp: Path | None = None) -> Path:
+    """Where this dbrig keeps the original values while its run changes them: a dbrig
+    killed before its restore leaves the file for the next run (a reboot resets both)."""
+    return (tmp or Path(tempfile.gettempdir())) / f"{MEMO_PREFIX}{os.getpid()}.json"
+
+
+def restore_orphaned(tmp: Path | None = None, sys_root: Path = Path("/sys")) -> list[str]:
+    """Put back the settings a dbrig now dead left changed (SIGKILL gives it no chance
+    to), from its memo; returns one line per memo handled, for a warning."""
+    said = []
+    for memo in sorted((tmp or Path(tempfile.gettempdir())).glob(f"{MEMO_PREFIX}*.json")):
+        pid = memo.name.removeprefix(MEMO_PREFIX).removesuffix(".json")
+        if not pid.isdigit() or proc.alive(int(pid)):
+            continue
+        try:
+            device = json.loads(memo.read_text()).get("device")
+        except (OSError, ValueError):
+            device = None
+        if not device:
+            memo.unlink(missing_ok=True)
+            continue
+        state = SystemState(BlockDevice(device, sys_root=sys_root), memo=memo)
+        originals = ", ".join(f"{k}={v}" for k, v in state.originals.items())
+        if os.geteuid() != 0:
+            said.append(f"cannot put back {originals} on {device} (dbrig pid {pid}'s): not root")
+            continue
+        state.restore()
+        said.append(f"put back {originals} on {device}, left changed by dbrig pid {pid}")
+    return said

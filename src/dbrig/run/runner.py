@@ -88,12 +88,16 @@ class Runner:
         # A clone workspace's datadirs are on its loop device: the disk sampler watches
         # that one (the loop's I/O is also the backing disk's: both would count it twice).
         sampled = datadir_device(data_root) if data_root is not None else device
+        for line in host_settings.restore_orphaned():  # a SIGKILLed dbrig's, before ours
+            self.emit(f"dbrig: warning: {line}")
         uses_system = any(c.scenario.system.active for c in plan.cells)
         self.context = TrialContext(
             workload_binary=tools.workload,
             interference_binaries=tools.interference,
             devices=[sampled.name] if sampled else None,
-            system=host_settings.SystemState(device) if uses_system else None,
+            system=host_settings.SystemState(device, memo=host_settings.run_memo())
+            if uses_system
+            else None,
             events_timeout_s=events_timeout_s,
             remote=RemoteClients(plan.scenario, tools.remote_workload)
             if tools.uses_other_hosts
