@@ -73,7 +73,9 @@ def test_system_settings_of_a_server_on_db1_are_set_there_and_put_back(
         watch.stop.set()
         watch.join()
     assert result.code == 0, result.err
-    assert watch.seen[:1] == [{"read_ahead_kb": before}], "db1's agent kept the original"
+    assert watch.seen[:1] == [{"read_ahead_kb": before, "device": device.name}], (
+        "db1's agent kept the original, naming its device"
+    )
     run = only_run_dir(tmp_path / "runs")
     (trial,) = run.glob("trials/*/trial.json")
     assert read_json(trial)["system"] == {"read_ahead_kb": wanted, "drop_caches": True}
