@@ -48,6 +48,12 @@ class SystemSettings(BaseModel):
     drop_caches: bool = Field(False, description="sync and drop the page cache before each trial")
 
     @property
+    def device_setting(self) -> str | None:
+        """The first setting of the block device this block sets (:data:`DEVICE_SETTINGS`),
+        or None when it sets only host-wide ones (drop_caches) or nothing."""
+        return next((k for k in DEVICE_SETTINGS if getattr(self, k) is not None), None)
+
+    @property
     def active(self) -> bool:
         return self.io_scheduler is not None or self.read_ahead_kb is not None or self.drop_caches
 

@@ -171,9 +171,10 @@ def _ready_external(
     server.describe_once()
     _, digest = data_set_id(workload)
     loaded = server.loaded(workload.database) == digest
-    if not spec.prepare or (loaded and not prepared_before_every_trial(spec)):
+    every_trial = prepared_before_every_trial(spec)  # then not worth a line each time
+    if not spec.prepare or (loaded and not every_trial):
         return {}
-    if not prepared_before_every_trial(spec):
+    if not every_trial:
         say(f"data set {digest}: loading it into '{workload.database}' on server '{server.name}'")
     started = clock()
     server.ensure_database(workload.database)
@@ -183,7 +184,7 @@ def _ready_external(
         run_prepare(server.name, step.argv, server.home / step.output)
     server.mark_loaded(workload.database, digest)
     took = clock() - started
-    if not prepared_before_every_trial(spec):
+    if not every_trial:
         say(f"data set {digest}: loaded in {took:.1f} s")
     return {"reset_s": took}
 

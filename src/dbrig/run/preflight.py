@@ -261,9 +261,7 @@ def _check_external_system(plan: Plan) -> None:
         settings = cell.scenario.system
         if not isinstance(spec, ExternalServer) or not settings.active:
             continue
-        device_key = next(
-            (k for k in host_settings.DEVICE_SETTINGS if getattr(settings, k) is not None), None
-        )
+        device_key = settings.device_setting
         if device_key is not None:
             raise ConfigError(
                 f"{plan.source}: system.{device_key}: server '{cell.server}' is external: "

@@ -32,7 +32,6 @@ from typing import Any
 import dbrig
 from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
-from dbrig.host.settings import DEVICE_SETTINGS
 from dbrig.remote.probe import PROBE_MODULE
 from dbrig.remote.server import (
     BENCHMARK_USER,
@@ -424,7 +423,7 @@ def _check_one_device_owner_per_host(plan: Plan) -> None:
             continue
         for cell in plan.cells:
             settings = cell.scenario.system
-            key = next((k for k in DEVICE_SETTINGS if getattr(settings, k) is not None), None)
+            key = settings.device_setting
             if cell.server in names and key is not None:
                 others = ", ".join(f"'{n}'" for n in names)
                 raise ConfigError(
