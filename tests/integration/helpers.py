@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -117,6 +118,19 @@ def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> CliResult:
     captured = capsys.readouterr()
     code = exited.value.code
     return CliResult(code if isinstance(code, int) else 1, captured.out, captured.err)
+
+
+def run_main_watched(
+    args: list[str], capsys: pytest.CaptureFixture[str], watch: threading.Thread
+) -> CliResult:
+    """:func:`run_main` while ``watch`` (a thread with a ``stop`` event) looks on from
+    beside it; the watch is stopped and joined however the run ends."""
+    watch.start()
+    try:
+        return run_main(args, capsys)
+    finally:
+        watch.stop.set()  # type: ignore[attr-defined]
+        watch.join()
 
 
 def run_dbrig(*args: str | Path, timeout: float = 300) -> CliResult:

@@ -29,6 +29,7 @@ from tests.integration.helpers import (
     only_run_dir,
     read_json,
     run_main,
+    run_main_watched,
     sigkill_dbrig_mid_trial,
     tiny_scenario,
     write_scenario,
@@ -173,12 +174,7 @@ def test_a_remote_clients_password_travels_through_stdin_and_is_removed(
     }
     path = write_scenario(tmp_path / "s.yaml", scenario)
     watch = SecretWatch()
-    watch.start()
-    try:
-        result = run_main(["run", str(path), "--out", str(tmp_path / "runs")], capsys)
-    finally:
-        watch.stop.set()
-        watch.join()
+    result = run_main_watched(["run", str(path), "--out", str(tmp_path / "runs")], capsys, watch)
     assert result.code == 0, result.err
     run = only_run_dir(tmp_path / "runs")
     (trial,) = trial_jsons(run)

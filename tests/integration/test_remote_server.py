@@ -31,6 +31,7 @@ from tests.integration.helpers import (
     only_run_dir,
     read_json,
     run_main,
+    run_main_watched,
     sigkill_dbrig_mid_trial,
     tiny_scenario,
     write_scenario,
@@ -144,12 +145,7 @@ def test_a_managed_server_on_db1_runs_there_and_a_lost_connection_fails_one_tria
     root_there = Path.home() / REMOTE_HOME_ROOT
     root_existed = root_there.exists()
     watch = Watch(out)
-    watch.start()
-    try:
-        result = run_main(["run", str(path), "--out", str(out), "--no-report"], capsys)
-    finally:
-        watch.stop.set()
-        watch.join()
+    result = run_main_watched(["run", str(path), "--out", str(out), "--no-report"], capsys, watch)
     assert watch.killed, "the server's connection was killed mid-trial"
     assert result.code == 1, result.err  # one trial failed, the run went on
     run = only_run_dir(out)

@@ -20,6 +20,7 @@ from tests.integration.helpers import (
     only_run_dir,
     read_json,
     run_main,
+    run_main_watched,
     write_scenario,
 )
 from tests.integration.sshd import Sshd
@@ -64,14 +65,8 @@ def test_system_settings_of_a_server_on_db1_are_set_there_and_put_back(
     system = {"drop_caches": True, "read_ahead_kb": wanted}
     path = write_scenario(tmp_path / "s.yaml", remote_server_scenario(sshd, system=system))
     watch = MemoWatch()
-    watch.start()
-    try:
-        result = run_main(
-            ["run", str(path), "--out", str(tmp_path / "runs"), "--no-report"], capsys
-        )
-    finally:
-        watch.stop.set()
-        watch.join()
+    args = ["run", str(path), "--out", str(tmp_path / "runs"), "--no-report"]
+    result = run_main_watched(args, capsys, watch)
     assert result.code == 0, result.err
     assert watch.seen[:1] == [{"read_ahead_kb": before, "device": device.name}], (
         "db1's agent kept the original, naming its device"

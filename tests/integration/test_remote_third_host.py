@@ -21,7 +21,7 @@ from tests.integration.helpers import (
     TINY_SCENARIO,
     only_run_dir,
     read_json,
-    run_main,
+    run_main_watched,
     tiny_scenario,
     write_scenario,
 )
@@ -93,12 +93,7 @@ def test_a_server_on_db1_is_reached_from_a_client_on_load1_at_its_address(
     root_existed = root_there.exists()
     secrets_before = secret_folders()
     watch = ClientWatch(out, second_sshd)
-    watch.start()
-    try:
-        result = run_main(["run", str(path), "--out", str(out), "--no-report"], capsys)
-    finally:
-        watch.stop.set()
-        watch.join()
+    result = run_main_watched(["run", str(path), "--out", str(out), "--no-report"], capsys, watch)
     assert result.code == 0, result.err
     run = only_run_dir(out)
     results = pd.read_csv(run / "results.csv")
