@@ -710,7 +710,9 @@ def _samplers() -> Iterator[Metric]:
     h = HOST_SAMPLER
     yield Metric("cpu_busy_pct", "CPU busy", "%", h, "mean over cores")
     yield Metric(f"cpu_busy_pct_core{_NUMBER}", "core busy", "%", h, "one core")
-    yield Metric("pinned_cores_busy_pct", "pinned cores busy", "%", h, "cores stress-ng is on")
+    yield Metric(
+        "pinned_cores_busy_pct", "pinned cores busy", "%", h, "cores interference is pinned to"
+    )
     yield Metric("iowait_pct", "iowait", "%", h, "mean over cores")
     yield Metric("steal_pct", "steal", "%", h, "mean over cores: the hypervisor took it")
     yield Metric("disk_iops", "disk IOPS", "1/s", h, "reads + writes, sampled devices")

@@ -447,7 +447,10 @@ class InterferenceTool(Protocol):
 
     def argv(self, binary: Path, limit_s: int) -> list[str]: ...
 
-    def pinned_cores(self) -> list[int] | None: ...
+    def pinned_cores(self) -> list[int] | None:
+        """The cores it is pinned to (stress-ng's ``taskset``), None when it is not: the
+        trial's ``pinned_cores_busy_pct`` is their mean busy share."""
+        ...
 
     def failure_reason(self, stderr: str, returncode: int) -> str | None:
         """Why it stopped early, in one line (None if the output shows no reason)."""
