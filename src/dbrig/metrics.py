@@ -157,6 +157,28 @@ class Metric:
         )
 
 
+# What a cost per unit of work puts per unit (the DERIVED columns ``<cost>_per_<unit>``):
+# the server's CPU (µs), its context switches, and KiB it read and wrote over the window.
+COSTS = ("server_cpu_us", "ctx_switches", "kb_read", "kb_written")
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """A unit of work a workload tool counts (a transaction, a New-Order): the trial puts
+    the server's costs per unit in the columns ``<cost>_per_<name>`` (dbrig.analysis.costs).
+
+    Each column it yields is an entry of :data:`REGISTRY` (a unit test checks it).
+    """
+
+    name: str  # the columns' suffix: txn, query, new_order
+    count: str  # the metric counting units over the measured window
+    per_minute: bool = False  # ``count`` is a rate per minute (NOPM), not a count
+    costs: tuple[str, ...] = COSTS  # which of COSTS are put per unit
+
+    def columns(self) -> tuple[str, ...]:
+        return tuple(f"{cost}_per_{self.name}" for cost in self.costs)
+
+
 def _sysbench() -> Iterator[Metric]:
     s = SYSBENCH
     yield Metric(
@@ -688,7 +710,9 @@ def _samplers() -> Iterator[Metric]:
     h = HOST_SAMPLER
     yield Metric("cpu_busy_pct", "CPU busy", "%", h, "mean over cores")
     yield Metric(f"cpu_busy_pct_core{_NUMBER}", "core busy", "%", h, "one core")
-    yield Metric("pinned_cores_busy_pct", "pinned cores busy", "%", h, "cores stress-ng is on")
+    yield Metric(
+        "pinned_cores_busy_pct", "pinned cores busy", "%", h, "cores interference is pinned to"
+    )
     yield Metric("iowait_pct", "iowait", "%", h, "mean over cores")
     yield Metric("steal_pct", "steal", "%", h, "mean over cores: the hypervisor took it")
     yield Metric("disk_iops", "disk IOPS", "1/s", h, "reads + writes, sampled devices")

@@ -5,11 +5,16 @@ design depends on are the ones named in the docs: tools never start processes,
 report never imports run or server, analysis never imports report or scenario,
 store never imports run or server, scenario never imports run, and the server
 never imports the tools (it restores and starts by key; the run side prepares).
+
+And the tool seam: no tool is named (its YAML key or a binary of its ``INFO``, taken
+from the registry) in a string outside ``tools/`` and the registries, and no declared
+member of the seam is read with ``getattr`` as if it were hidden.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -174,3 +179,139 @@ def test_no_two_modules_import_each_other_even_indirectly() -> None:
     for module in sorted(graph):
         if module not in state and (cycle := visit(module)):
             pytest.fail("import cycle: " + " -> ".join(cycle))
+
+
+# --------------------------------------------------------------------------- tool names
+
+# Where a tool may be named: its own module and the two registries (tools/registry.py,
+# metrics.py, whose producers are tool keys). Everything else asks the tool.
+TOOL_HOMES = ("tools/", "metrics.py")
+
+# Files still naming a tool that another change is rewriting, as "path:line": each entry
+# is removed when that change lands (none today).
+TOOL_NAME_ALLOWLIST: set[str] = set()
+
+# getattr on the tool seam that the split of run/trial.py changes to plain attribute
+# reads (``self.workload.start_line``, ``self.workload.interval_s``): remove at merge.
+SEAM_GETATTR_ALLOWLIST = {
+    "run/trial.py: getattr(self.workload, 'start_line')",
+    "run/trial.py: getattr(self.workload, 'interval_s')",
+}
+
+
+def _tool_words() -> set[str]:
+    """Every tool's YAML key (and its Python field name) and the names of its binaries."""
+    from dbrig.tools.registry import INTERFERENCE_TOOLS, WORKLOAD_TOOLS, field_name
+
+    words: set[str] = set()
+    for key, tool in (*WORKLOAD_TOOLS.items(), *INTERFERENCE_TOOLS.items()):
+        words |= {key, field_name(key), tool.info.name, *tool.info.binaries}
+    return words
+
+
+def _tool_word_pattern(words: set[str]) -> re.Pattern[str]:
+    """A tool's name as a word of its own: ``workload.sysbench.tables`` and "stress-ng
+    achieved" name one; a longer identifier that contains one (the metric ``tpcc_retries``,
+    ``stress_achieved_ratio``) does not."""
+    names = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])({names})(?![\w-])")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the docstring nodes: prose may name a tool as an example."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _tool_names_in(path: Path, pattern: re.Pattern[str]) -> list[str]:
+    """``path:line: 'literal'`` for each string literal (f-string parts too) naming a tool."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    skip = _docstrings(tree)
+    relative = path.relative_to(SRC).as_posix()
+    return [
+        f"{relative}:{node.lineno}: {node.value!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in skip
+        and pattern.search(node.value)
+    ]
+
+
+def _outside_the_tools() -> list[Path]:
+    return [p for p in _sources() if not p.relative_to(SRC).as_posix().startswith(TOOL_HOMES)]
+
+
+def test_no_tool_is_named_outside_the_tools_and_the_registries() -> None:
+    pattern = _tool_word_pattern(_tool_words())
+    found = [hit for path in _outside_the_tools() for hit in _tool_names_in(path, pattern)]
+    wrong = [hit for hit in found if hit.split(": ", 1)[0] not in TOOL_NAME_ALLOWLIST]
+    stale = TOOL_NAME_ALLOWLIST - {hit.split(": ", 1)[0] for hit in found}
+    assert not stale, f"fixed: remove from TOOL_NAME_ALLOWLIST: {sorted(stale)}"
+    assert not wrong, (
+        "a tool named outside tools/ and the registries; ask the tool instead (a member "
+        "of the WorkloadTool / InterferenceTool protocols in tools/base.py):\n" + "\n".join(wrong)
+    )
+
+
+def test_the_tool_names_come_from_the_registry_and_match_as_words() -> None:
+    words = _tool_words()
+    assert {"sysbench", "mysqlslap", "mariadb-slap", "tpcc", "acked_writes"} <= words
+    assert {"stress-ng", "stress_ng"} <= words
+    pattern = _tool_word_pattern(words)
+    for named in ("workload.sysbench.tables", "stress-ng achieved only", "run mariadb-slap"):
+        assert pattern.search(named), named
+    for unnamed in ("tpcc_retries", "stress_achieved_ratio", "sysbench_x", "my-tpcc", "stress"):
+        assert not pattern.search(unnamed), unnamed
+
+
+def _seam_members() -> set[str]:
+    """The names the tool seam declares: what a caller reads as plain attributes."""
+    from dbrig.tools import base
+
+    protocols = (
+        base.WorkloadTool,
+        base.InterferenceTool,
+        base.CheckedWorkload,
+        base.ClientLogWorkload,
+        base.ResumableWorkload,
+        base.SizedDataSet,
+    )
+    names = {n for p in protocols for n in (*vars(p), *p.__annotations__)}
+    return {n for n in names if not n.startswith("_")} | {"cpus", "host"}
+
+
+def _seam_getattrs(path: Path, members: set[str]) -> list[str]:
+    """getattr(<a tool or workload>, "<seam member>"): a member read as if it were hidden."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    relative = path.relative_to(SRC).as_posix()
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if node.func.id != "getattr" or len(node.args) < 2:
+            continue
+        target, name = ast.unparse(node.args[0]), node.args[1]
+        if not (isinstance(name, ast.Constant) and name.value in members):
+            continue
+        if re.search(r"tool|workload", target):
+            found.append(f"{relative}: getattr({target}, {name.value!r})")
+    return found
+
+
+def test_the_tool_seam_is_read_without_getattr() -> None:
+    members = _seam_members()
+    assert {"start_line", "interval_s", "reconnects_itself", "client_host", "host"} <= members
+    found = [hit for path in _outside_the_tools() for hit in _seam_getattrs(path, members)]
+    wrong = [hit for hit in found if hit not in SEAM_GETATTR_ALLOWLIST]
+    assert not wrong, (
+        "a declared member of the tool seam read with getattr; read it as an attribute:\n"
+        + "\n".join(wrong)
+    )
+    stale = SEAM_GETATTR_ALLOWLIST - set(found)
+    assert not stale, f"fixed: remove from SEAM_GETATTR_ALLOWLIST: {sorted(stale)}"

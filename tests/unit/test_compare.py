@@ -18,6 +18,7 @@ from dbrig.analysis import compare
 from dbrig.analysis.compare import RunInput, compare_groups, compare_runs, normalize_value
 from dbrig.commands._common import load_run_input
 from dbrig.errors import ConfigError
+from dbrig.metrics import SYSBENCH, compared
 from dbrig.report import compare_text as output
 from tests.helpers.files import COMPARE_RUNS as RUNS
 from tests.helpers.html import parse_html
@@ -51,7 +52,7 @@ def test_aa_pair_matches_every_cell_and_finds_no_regression():
     # The fixture runs predate the KiB-per-transaction costs: only metrics a run has are compared.
     costs = tuple(m for m in compare.COST_METRICS if not m.startswith("kb_"))
     # Nor the hardware tests' throughputs (issue 9): an OLTP run has none of them.
-    headline = tuple(m for m in compare.HEADLINE_METRICS if m in run("base").results.columns)
+    headline = tuple(m for m in compared(SYSBENCH) if m in run("base").results.columns)
     assert report.metrics == headline + costs
     assert {r.label for r in report.rows} == {
         "threads=1 cpu=0",

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from dbrig import metrics
+from dbrig.analysis.costs import derived_costs
 from dbrig.metrics import (
     HEADLINE,
     HIGHER,
@@ -29,8 +30,8 @@ from dbrig.metrics import (
     progress_line,
     throughput_metrics,
 )
-from dbrig.run.trial import derived_costs
 from dbrig.tools import mysqlslap, sysbench
+from dbrig.tools.registry import WORKLOAD_TOOLS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 IDENTITY = {"trial", "cell", "repetition", "server", "status", "reason"}
@@ -314,9 +315,20 @@ def test_every_derived_cost_is_known() -> None:
             "server_ctx_switches": 1000.0,
             "server_read_mb_per_s": 1.0,
             "server_write_mb_per_s": 2.0,
-        }
+        },
+        WORKLOAD_TOOLS["sysbench"].units_of_work,
     )
     assert set(costs) == set(compared(metrics.DERIVED))
+
+
+@pytest.mark.parametrize("tool", list(WORKLOAD_TOOLS.values()), ids=list(WORKLOAD_TOOLS))
+def test_every_cost_column_a_tool_declares_is_a_registered_derived_metric(tool) -> None:
+    for unit in tool.units_of_work:
+        assert set(unit.costs) <= set(metrics.COSTS)
+        assert metric(unit.count) is not None, unit.count
+        for column in unit.columns():
+            entry = metric(column)
+            assert entry is not None and entry.source == metrics.DERIVED, column
 
 
 def test_the_registry_is_a_leaf_module() -> None:

@@ -7,12 +7,14 @@ import math
 import pandas as pd
 import pytest
 
+from dbrig.analysis.costs import derived_costs as costs_of
 from dbrig.analysis.stats import summarize
 from dbrig.errors import ConfigError
 from dbrig.report.result_table import cell_table, format_cell, markdown, pivot, render
 from dbrig.run.progress import Progress
-from dbrig.run.trial import derived_costs
 from dbrig.scenario import plan_from_dict
+from dbrig.tools.sysbench import SysbenchTool
+from dbrig.tools.tpcc import TpccTool
 from tests.helpers.files import COMPLETE
 
 THREADS = "workload.sysbench.threads"
@@ -129,6 +131,11 @@ def test_format_cell() -> None:
 # -- derived_costs ---------------------------------------------------------------------------
 
 
+def derived_costs(metrics: dict[str, float]) -> dict[str, float]:
+    """The costs of a sysbench trial: per transaction and per query."""
+    return costs_of(metrics, SysbenchTool.units_of_work)
+
+
 def test_derived_costs_per_transaction_and_per_query() -> None:
     metrics = {
         "transactions": 1000.0,
@@ -167,6 +174,36 @@ def test_no_per_transaction_costs_without_transactions() -> None:
 
 def test_no_costs_without_server_measurements() -> None:
     assert derived_costs({"transactions": 10.0, "queries_total": 100.0}) == {}
+
+
+def test_a_tpcc_trial_puts_costs_per_committed_new_order_too() -> None:
+    metrics = {
+        "transactions": 1000.0,
+        "queries_total": 20000.0,
+        "nopm": 600.0,  # 100 New-Orders in the 10 s window
+        "measured_time_s": 10.0,
+        "server_cpu_s": 2.5,
+        "server_ctx_switches": 4000.0,
+        "server_write_mb_per_s": 2.0,
+    }
+    costs = costs_of(metrics, TpccTool.units_of_work)
+    assert costs["server_cpu_us_per_new_order"] == pytest.approx(2.5e6 / 100)
+    assert costs["kb_written_per_new_order"] == pytest.approx(2.0 * 10 * 1024 / 100)
+    assert "ctx_switches_per_new_order" not in costs  # New-Orders count CPU and writes only
+    # in the registry's order, as trial.json and results.csv have always had them
+    assert list(costs) == [
+        "server_cpu_us_per_txn",
+        "server_cpu_us_per_query",
+        "ctx_switches_per_txn",
+        "kb_written_per_txn",
+        "server_cpu_us_per_new_order",
+        "kb_written_per_new_order",
+    ]
+    assert costs_of({**metrics, "nopm": 0.0}, TpccTool.units_of_work) == derived_costs(metrics)
+
+
+def test_a_tool_without_units_of_work_gets_no_costs() -> None:
+    assert costs_of({"transactions": 10.0, "server_cpu_s": 1.0}, ()) == {}
 
 
 # -- progress --------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ from dbrig.sampling import (
     status_variables,
     summarize_cell,
 )
+from dbrig.tools.base import column_prefixes
+from dbrig.tools.stress_ng import StressNgParams, StressNgTool
 from tests.helpers.files import read_rows
 
 SCpuTimes = type(psutil.cpu_times())
@@ -589,7 +591,7 @@ def cell(tmp_path: Path) -> Path:
 
 
 def test_summarize_cell_means_over_the_measured_window(cell: Path) -> None:
-    summary = summarize_cell(cell, pinned_cores=[1])
+    summary = summarize_cell(cell, pinned_cores=[1], role_prefixes={"stress-ng": "stress"})
     expected = {
         "cpu_busy_pct_core0": (90 * 1 + 60 * 2) / 3,  # 70
         "cpu_busy_pct_core1": (20 * 1 + 40 * 2) / 3,
@@ -687,6 +689,16 @@ def test_a_process_that_ran_half_the_window_counts_half_in_other_cpu(tmp_path: P
     )
     # stress-ng took the core for the first second only: the second is someone else's.
     assert summarize_cell(tmp_path)["other_cpu_pct"] == pytest.approx(50.0)
+
+
+def test_a_role_without_a_declared_prefix_is_named_after_its_key(cell: Path) -> None:
+    summary = summarize_cell(cell)
+    assert summary["stress_ng_cpu_pct"] == 190.0
+    assert not any(key.startswith("stress_cpu") for key in summary)
+
+
+def test_stress_ng_declares_the_historic_stress_prefix() -> None:
+    assert column_prefixes([StressNgTool(StressNgParams(cpu=1))]) == {"stress-ng": "stress"}
 
 
 def test_summarize_cell_without_pinned_cores_has_no_pinned_key(cell: Path) -> None:

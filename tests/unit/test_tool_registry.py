@@ -78,3 +78,37 @@ def test_doctor_probes_every_registered_tool() -> None:
     every = [t.info.name for t in (*WORKLOAD_TOOLS.values(), *INTERFERENCE_TOOLS.values())]
     assert names == list(dict.fromkeys(every))  # tpcc's sysbench is probed once
     assert dict((info.name, required) for info, required in all_tools())["sysbench"] is True
+
+
+@pytest.mark.parametrize("key", sorted(WORKLOAD_TOOLS))
+def test_a_workload_answers_every_member_of_the_seam_without_getattr(key: str) -> None:
+    plan = plan_from_dict(_scenario(key), seed=1)
+    tool = workload_for(plan.scenario.workload)
+    assert tool.client_cpus is None and tool.client_host is None
+    assert isinstance(tool.reconnects_itself, bool)
+    assert tool.interval_s is None or tool.interval_s > 0
+    outcome = tool.analyse(CAPTURED[key].read_text(), 0)
+    for unit in tool.units_of_work:  # a declared unit is one its output counts
+        assert unit.count in outcome.metrics, f"{key}: {unit.name} counts {unit.count}"
+    if tool.space_key is not None:
+        assert tool.space_key in tool.params_model.model_fields
+    if tool.mean_latency is not None:
+        assert metrics.metric(tool.mean_latency.column) is not None
+    assert tool.estimated_data(lambda name: None) is None  # nothing known, nothing estimated
+
+
+def test_the_client_placement_keys_reach_the_seam() -> None:
+    raw = _scenario("sysbench")
+    raw["hosts"] = {"c": {"ssh": "user@client"}}
+    raw["workload"]["sysbench"] |= {"cpus": [1], "host": "c"}
+    tool = workload_for(plan_from_dict(raw, seed=1).scenario.workload)
+    assert (tool.client_cpus, tool.client_host) == ((1,), "c")
+
+
+@pytest.mark.parametrize("key", sorted(INTERFERENCE_TOOLS))
+def test_an_interference_tool_declares_its_columns_and_its_words(key: str) -> None:
+    tool = INTERFERENCE_TOOLS[key]
+    assert tool.column_prefix and tool.column_prefix.isidentifier()
+    assert key in tool.inactive_note
+    ratio = tool.achieved_ratio_metric
+    assert ratio is None or metrics.metric(ratio).source == key

@@ -46,7 +46,7 @@ from dbrig.analysis.multiplicity import CORRECTIONS, FamilyDecision, decide_fami
 from dbrig.analysis.stats import Comparison, compare_samples, explain, verdict_for
 from dbrig.errors import ConfigError
 from dbrig.factors import short_factor_names
-from dbrig.metrics import DERIVED, SYSBENCH, Direction, compared, direction_of
+from dbrig.metrics import DERIVED, Direction, compared, direction_of
 
 VERDICTS = (
     "worse",
@@ -59,9 +59,8 @@ VERDICTS = (
     "unchanged",
 )
 
-# Every tool's metrics: a run is compared on those it has. Then the parts, by producer.
+# Every tool's metrics: a run is compared on those it has. Then the costs per unit of work.
 DEFAULT_METRICS = compared()
-HEADLINE_METRICS = compared(SYSBENCH)
 COST_METRICS = compared(DERIVED)
 
 _IDENTITY_COLUMNS = frozenset({"trial", "cell", "repetition", "server", "status", "reason"})

@@ -347,7 +347,8 @@ def print_dry_run(
     multiple=True,
     metavar="KEY=VALUE",
     help="Set one scenario key for this run (repeatable), KEY a dotted path as in the "
-    "matrix, VALUE read as YAML: --set workload.sysbench.time=5. Saved with the run.",
+    "matrix, VALUE read as YAML: --set server.config.innodb_buffer_pool_size=1G. Saved with "
+    "the run.",
 )
 @click.option(
     "--snapshot-cache",

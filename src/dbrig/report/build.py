@@ -254,7 +254,7 @@ def _interference_text(key: str, params: dict[str, Any], factors: tuple[str, ...
         except ValueError:  # a block an older dbrig accepted: show it as it was saved
             active = True
         if not active:
-            return f"none (every {key} stressor has 0 workers)"
+            return f"none ({tool.inactive_note})"
     return f"{key} " + _params_text(params, factors, skip_zero=True)
 
 

@@ -1,7 +1,8 @@
 """Reference tables in docs/, rendered from the code so the two never drift apart.
 
 - docs/metrics.md: every results.csv column, from the metric registry;
-- docs/scenario.md: a tool block's keys (default, type, meaning), from its params model.
+- docs/scenario.md: a tool block's keys (default, type, meaning), from its params model,
+  for each tool whose section there holds the markers ``<key> keys``.
 
 Each table sits between a ``<!-- NAME: generated ... -->`` marker and
 ``<!-- end of NAME -->``; ``scripts/update-reference-docs.py`` rewrites them and a
@@ -20,7 +21,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from dbrig.metrics import REGISTRY, Metric, direction_of
-from dbrig.tools.registry import WORKLOAD_TOOLS
+from dbrig.tools.registry import INTERFERENCE_TOOLS, WORKLOAD_TOOLS
 
 # --------------------------------------------------------------------------- metrics
 
@@ -133,18 +134,19 @@ def _table(headings: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(headings), line(["---"] * len(headings)), *map(line, rows)])
 
 
-def _mysqlslap_keys() -> str:
-    return keys_markdown(WORKLOAD_TOOLS["mysqlslap"].params_model)
+def _keys_table(model: type[BaseModel]) -> Callable[[], str]:
+    return lambda: keys_markdown(model)
 
 
-def _acked_writes_keys() -> str:
-    return keys_markdown(WORKLOAD_TOOLS["acked_writes"].params_model)
-
-
+# Every tool's keys table, "<key> keys": generated where docs/scenario.md has its markers
+# (the tools whose keys are not described by hand there).
+TOOL_KEYS: dict[str, tuple[str, Callable[[], str]]] = {
+    f"{key} keys": ("scenario.md", _keys_table(tool.params_model))
+    for key, tool in (*WORKLOAD_TOOLS.items(), *INTERFERENCE_TOOLS.items())
+}
 GENERATED: dict[str, tuple[str, Callable[[], str]]] = {
     "metrics table": ("metrics.md", metrics_markdown),
-    "mysqlslap keys": ("scenario.md", _mysqlslap_keys),
-    "acked_writes keys": ("scenario.md", _acked_writes_keys),
+    **TOOL_KEYS,
 }
 
 
@@ -162,6 +164,8 @@ def render_page(page: str, names: list[str]) -> str:
         begin, end = _begin(name), _end(name)
         pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.DOTALL)
         if not pattern.search(page):
+            if name in TOOL_KEYS:
+                continue  # this tool's keys are described by hand
             raise ValueError(f"no '{begin}' ... '{end}' markers for {name}")
         replacement = f"{begin}\n{GENERATED[name][1]()}\n{end}"
         page = pattern.sub(lambda _, text=replacement: text, page)

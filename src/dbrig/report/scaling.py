@@ -9,10 +9,10 @@ and finds the latency knee:
 
 - throughput: the run's headline throughput (:func:`dbrig.metrics.throughput_metrics`:
   TPS for sysbench, queries/s for mysqlslap);
-- latency: sysbench's percentile latency (``latency_pct_ms``, p95 by default; the
-  mean when the percentile was turned off); mysqlslap reports no percentile, so
-  its knee uses the mean time a client spends per query, ``avg_s /
-  queries_per_client``, and the section says so.
+- latency: the percentile latency (``latency_pct_ms``, p95 by default); without
+  one, the swept tool's ``mean_latency`` (sysbench's mean when the percentile was
+  turned off; mysqlslap, which reports no percentile, the mean time a client
+  spends per query, ``avg_s / queries_per_client``), and the section says so.
 
 :func:`scaling_chart` draws one sweep: every repetition and the mean per N, the
 fitted curve, linear scaling from N = 1 (λN), N* and the latency knee; beside it
@@ -43,13 +43,16 @@ from dbrig.analysis.scaling import (
 from dbrig.metrics import Metric, throughput_metrics
 from dbrig.report import charts
 from dbrig.report.data import RunData, plain_value
+from dbrig.tools.base import MeanLatency, WorkloadTool
 from dbrig.tools.registry import WORKLOAD_TOOLS
 
-CONCURRENCY_FACTORS = tuple(
-    f"workload.{key}.{tool.concurrency_key}"
+# Each tool's concurrency factor, and the tool whose sweep it makes.
+_SWEPT: dict[str, type[WorkloadTool]] = {
+    f"workload.{key}.{tool.concurrency_key}": tool
     for key, tool in WORKLOAD_TOOLS.items()
     if tool.concurrency_key
-)
+}
+CONCURRENCY_FACTORS = tuple(_SWEPT)
 MAX_SWEEP_CHARTS = 6
 _COLORS = {
     "points": "#9cb9d9",
@@ -122,7 +125,7 @@ def _find_sweeps(data: RunData) -> list[Sweep]:
     n = pd.to_numeric(ok[factor], errors="coerce")
     if n.dropna().nunique() < 2:
         return []
-    latency = _latency(ok)
+    latency = _latency(ok, _SWEPT[factor].mean_latency)
     others = [
         f for f in data.factors if f != factor and f in ok and ok[f].astype(str).nunique() > 1
     ]
@@ -170,7 +173,9 @@ def _throughput_metric(ok: pd.DataFrame) -> Metric | None:
     return None
 
 
-def _latency(ok: pd.DataFrame) -> Latency:
+def _latency(ok: pd.DataFrame, mean: MeanLatency | None) -> Latency:
+    """The percentile latency; else the tool's mean latency, saying so (``mean``)."""
+
     def column(name: str) -> pd.Series:
         if name not in ok:
             return pd.Series(np.nan, index=ok.index)
@@ -181,16 +186,11 @@ def _latency(ok: pd.DataFrame) -> Latency:
         pct = percentile.dropna()
         name = f"p{plain_value(float(pct.iloc[0]))}" if not pct.empty else "percentile"
         return Latency(column("latency_pct_ms"), f"{name} latency (ms)")
-    if column("latency_avg_ms").notna().any():
-        note = "sysbench ran without a percentile (percentile: 0): the knee uses the mean latency"
-        return Latency(column("latency_avg_ms"), "avg latency (ms)", note)
-    if column("avg_s").notna().any():
-        per_query = 1000 * column("avg_s") / column("queries_per_client")
-        note = (
-            "mysqlslap reports no latency percentile: the knee uses the mean time a client "
-            "spends per query, avg_s / queries_per_client"
-        )
-        return Latency(per_query, "mean time per query (ms)", note)
+    if mean is not None and column(mean.column).notna().any():
+        values = mean.scale * column(mean.column)
+        if mean.per is not None:
+            values = values / column(mean.per)
+        return Latency(values, mean.heading, mean.note)
     return Latency(column("latency_pct_ms"), "latency (ms)")
 
 

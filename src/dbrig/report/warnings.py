@@ -62,10 +62,11 @@ from dbrig.metrics import metric as registry_entry
 from dbrig.report.data import RunData, load_run
 from dbrig.report.scaling import find_sweeps
 from dbrig.report.tables import CellStats, aggregate, cell_overview, metric_columns
-from dbrig.util.units import parse_size, to_float
+from dbrig.tools.base import HostFacts, Setting
+from dbrig.tools.registry import INTERFERENCE_TOOLS, WORKLOAD_TOOLS
+from dbrig.util.units import parse_size, size_text, to_float
 
 MIN_WINDOW_S = 60.0
-SYSBENCH_ROW_BYTES = 230  # sbtest row with its primary and secondary index, roughly
 MAX_CV = 0.05
 MIN_REPETITIONS = 3
 MIN_STRESS_RATIO = 0.8
@@ -157,8 +158,7 @@ def compute_warnings(data: RunData, overview: pd.DataFrame, stats: CellStats) ->
         _other_load,
         _sampler_overhead,
         _peak_not_reached,
-        _page_cache,
-        _threads_over_cores,
+        _tool_checks,
         _client_placement,
         _soak_drift,
         _soak_rss_growth,
@@ -235,23 +235,19 @@ def _short_window(run: _Run) -> list[RunWarning]:
 
 def _data_in_buffer_pool(run: _Run) -> list[RunWarning]:
     data = run.data
-    if data.workload_tool != "sysbench":
+    tool = WORKLOAD_TOOLS.get(data.workload_tool or "")
+    if tool is None:
         return []
     hits = []
     for cell in run.overview.to_dict("records"):
-        if not str(_sysbench_test(run, cell) or "").startswith("oltp_"):
-            continue  # a hardware test or a Lua script: no sbtest tables to size
-        tables = to_float(data.setting(cell, "workload.sysbench.tables"))
-        rows = to_float(data.setting(cell, "workload.sysbench.table_size"))
+        estimate = tool.estimated_data(_settings(run, tool.key, cell))
         pool = buffer_pool_bytes(data, cell)
-        if tables is None or rows is None or pool is None:
+        if estimate is None or pool is None:
             continue
-        size = tables * rows * SYSBENCH_ROW_BYTES
-        if size < pool:
+        if (size := estimate.bytes) < pool:
             text = (
-                f"{tables:.0f} table{'s' if tables != 1 else ''} x {rows:,.0f} rows "
-                f"x ~{SYSBENCH_ROW_BYTES} B = {_mib(size)} of data, "
-                f"innodb_buffer_pool_size {_mib(pool)}"
+                f"{estimate.how} = {size_text(size)} of data, "
+                f"innodb_buffer_pool_size {size_text(pool)}"
             )
             hits.append(_Hit(cell["cell"], cell["label"], text, pool / max(size, 1)))
     head = "the data fits in the buffer pool: this measures CPU and locking, not disk"
@@ -322,15 +318,24 @@ def _few_repetitions(run: _Run) -> list[RunWarning]:
 
 
 def _weak_interference(run: _Run) -> list[RunWarning]:
+    found = []
+    for key, tool in INTERFERENCE_TOOLS.items():
+        if tool.achieved_ratio_metric is not None:
+            found += _weak(run, key, tool.achieved_ratio_metric)
+    return found
+
+
+def _weak(run: _Run, tool: str, ratio: str) -> list[RunWarning]:
+    """A repetition whose interference got under MIN_STRESS_RATIO of the CPU it asked for."""
     results = run.data.results
-    if "stress_achieved_ratio" not in results:
+    if ratio not in results:
         return []
-    ratios = results[["cell", "repetition", "stress_achieved_ratio"]].dropna()
-    ratios = ratios.assign(weak=ratios["stress_achieved_ratio"] < MIN_STRESS_RATIO)
+    ratios = results[["cell", "repetition", ratio]].dropna()
+    ratios = ratios.assign(weak=ratios[ratio] < MIN_STRESS_RATIO)
     per_cell = ratios.groupby("cell", sort=True).agg(
-        worst=("stress_achieved_ratio", "min"),
-        mean=("stress_achieved_ratio", "mean"),
-        count=("stress_achieved_ratio", "size"),
+        worst=(ratio, "min"),
+        mean=(ratio, "mean"),
+        count=(ratio, "size"),
         weak=("weak", "sum"),
     )
     weak_reps = (
@@ -341,13 +346,13 @@ def _weak_interference(run: _Run) -> list[RunWarning]:
     hits = []
     for cell, row in per_cell[per_cell["weak"] > 0].iterrows():
         text = (
-            f"stress-ng achieved only {100 * row['worst']:.0f} % of the CPU it asked for "
+            f"{tool} achieved only {100 * row['worst']:.0f} % of the CPU it asked for "
             f"({row['weak']:.0f} of {row['count']:.0f} repetitions under "
             f"{100 * MIN_STRESS_RATIO:.0f} %: {weak_reps[cell]}; mean {100 * row['mean']:.0f} %)"
         )
         hits.append(_Hit(str(cell), run.label(str(cell)), text, 1 - row["worst"]))
     summary = "interference below its target"
-    where = see("stress_achieved_ratio")
+    where = see(ratio)
     return _per_cell("weak_interference", hits, run.n_cells, summary, where=where)
 
 
@@ -576,59 +581,34 @@ def _uniform_or_per_cell(
     return _per_cell(code, hits, n_cells, summary, "", suffix, where)
 
 
-def _mib(size: float) -> str:
-    if size >= 2**30:
-        return f"{size / 2**30:.1f} GiB"
-    return f"{size / 2**20:.1f} MiB"
+# --------------------------------------------------------------------------- the tool's own
 
 
-# --------------------------------------------------------------------------- hardware tests
-
-
-def _page_cache(run: _Run) -> list[RunWarning]:
-    """fileio on files that fit in RAM measures the page cache unless O_DIRECT skips it."""
-    memory_gib = to_float((run.data.saved.environment.get("host") or {}).get("memory_gib"))
-    if run.data.workload_tool != "sysbench" or not memory_gib:
+def _tool_checks(run: _Run) -> list[RunWarning]:
+    """The workload tool's own traps, from each cell's settings and the host (its
+    ``cell_checks``: sysbench fileio measuring the page cache, cpu with more threads
+    than cores)."""
+    tool = WORKLOAD_TOOLS.get(run.data.workload_tool or "")
+    if tool is None:
         return []
-    hits = []
-    for cell in run.overview.to_dict("records"):
-        if _sysbench_test(run, cell) != "fileio":
-            continue
-        if run.data.setting(cell, "workload.sysbench.file_extra_flags") == "direct":
-            continue
-        size = parse_size(run.data.setting(cell, "workload.sysbench.file_total_size") or "2G")
-        ram = memory_gib * 2**30
-        if size is not None and size < ram:
-            text = f"file_total_size {_mib(size)} < RAM {_mib(ram)}"
-            hits.append(_Hit(cell["cell"], cell["label"], text, ram / max(size, 1)))
-    suffix = (
-        " without file_extra_flags: direct: the page cache is measured, not the disk; "
-        "use direct or files larger than RAM"
-    )
-    where = "the file_total_size of every cell in the report's matrix table"
-    return _uniform_or_per_cell(
-        "page_cache", hits, run.n_cells, suffix, "fileio fits in RAM", where
-    )
+    host = run.data.saved.environment.get("host") or {}
+    memory_gib = to_float(host.get("memory_gib"))
+    facts = HostFacts(memory_gib * 2**30 if memory_gib else None, to_float(host.get("cpu_count")))
+    found = []
+    for check in tool.cell_checks:
+        hits = []
+        for cell in run.overview.to_dict("records"):
+            if (hit := check.check(_settings(run, tool.key, cell), facts)) is not None:
+                hits.append(_Hit(cell["cell"], cell["label"], *hit))
+        found += _uniform_or_per_cell(
+            check.code, hits, run.n_cells, check.suffix, check.summary, check.where
+        )
+    return found
 
 
-def _threads_over_cores(run: _Run) -> list[RunWarning]:
-    """cpu and mutex answer a per-core question; more threads than cores time-share them."""
-    cores = to_float((run.data.saved.environment.get("host") or {}).get("cpu_count"))
-    if run.data.workload_tool != "sysbench" or not cores:
-        return []
-    hits = []
-    for cell in run.overview.to_dict("records"):
-        test = _sysbench_test(run, cell)
-        threads = to_float(run.data.setting(cell, "workload.sysbench.threads")) or 1
-        if test in ("cpu", "mutex") and threads > cores:
-            plural = "s" if cores != 1 else ""
-            text = f"{test} with {threads:.0f} threads on {cores:.0f} core{plural}"
-            hits.append(_Hit(cell["cell"], cell["label"], text, threads / cores))
-    suffix = " (more threads than cores: this measures time-sharing, not per-core speed)"
-    where = "the threads of every cell in the report's matrix table"
-    return _uniform_or_per_cell(
-        "threads_over_cores", hits, run.n_cells, suffix, "more threads than cores", where
-    )
+def _settings(run: _Run, tool: str, cell: dict[str, Any]) -> Setting:
+    """A cell's values of the keys of the workload tool's block."""
+    return lambda key: run.data.setting(cell, f"workload.{tool}.{key}")
 
 
 def _client_placement(run: _Run) -> list[RunWarning]:
@@ -668,9 +648,3 @@ def _cores(value: Any) -> set[int]:
     if isinstance(value, list | tuple):
         return {int(v) for v in value}
     return set()
-
-
-def _sysbench_test(run: _Run, cell: dict[str, Any]) -> str | None:
-    if run.data.setting(cell, "workload.sysbench.script"):
-        return None
-    return run.data.setting(cell, "workload.sysbench.test")

@@ -220,6 +220,7 @@ def _check_reachable(plan: Plan, name: str, spec: ExternalServer) -> None:
 def _check_work_directories(plan: Plan, out: Path) -> None:
     """A workload with no server writes into its work directory: writable, with room."""
     needed: dict[Path, dict[tuple, int]] = {}  # parent -> data set key -> bytes
+    size_keys: dict[Path, str] = {}  # parent -> the key setting what its data sets take
     for cell in plan.cells:
         workload = workload_for(cell.scenario.workload)
         key = f"workload.{workload.key}.directory" if workload.work_root else "out"
@@ -230,9 +231,11 @@ def _check_work_directories(plan: Plan, out: Path) -> None:
         except ConfigError as exc:
             raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
         needed.setdefault(parent, {})[workload.data_set_key()] = workload.space_needed()
+        space = workload.space_key
+        size_keys[parent] = f"workload.{workload.key}.{space}" if space else key
     for parent, sets in needed.items():
         try:  # every data set stays until the run ends
-            check_work_parent(parent, sum(sets.values()), "workload.sysbench.file_total_size")
+            check_work_parent(parent, sum(sets.values()), size_keys[parent])
         except ConfigError as exc:
             raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
 
@@ -305,7 +308,7 @@ def _check_disk(plan: Plan, out: Path) -> None:
             f"{plan.source}: workload.{workload.key}.{workload.size_key}: the data sets need "
             f"about {needed / 2**30:.1f} GiB (each snapshot and a working copy) but only "
             f"{free / 2**30:.1f} GiB are free under {where}",
-            hint="use fewer warehouses or a run directory on a bigger disk",
+            hint=f"use fewer {workload.size_key} or a run directory on a bigger disk",
         )
 
 

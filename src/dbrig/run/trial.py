@@ -27,6 +27,7 @@ import pymysql
 
 from dbrig import proc, sampling, store
 from dbrig.analysis import drift
+from dbrig.analysis.costs import derived_costs
 from dbrig.endpoint import Endpoint
 from dbrig.errors import DbrigError, DiskFull, ServerInitError
 from dbrig.host.settings import SystemState
@@ -54,6 +55,7 @@ from dbrig.tools.base import (
     ResumableWorkload,
     WorkloadTool,
     client_host,
+    column_prefixes,
     interference_host,
     reconnects_itself,
 )
@@ -562,7 +564,10 @@ class TrialExecutor:
             merge_remote_samples(self.folder, remote.files)
         self.record.metrics.update(
             sampling.summarize_cell(
-                self.folder, pinned_cores=pinned_cores, processes_here=self._all_followed_here()
+                self.folder,
+                pinned_cores=pinned_cores,
+                processes_here=self._all_followed_here(),
+                role_prefixes=column_prefixes(interference_for(self.scenario.interference)),
             )
         )
 
@@ -593,7 +598,7 @@ class TrialExecutor:
         if frame is not None:
             frame.to_csv(self.folder / "intervals.csv", index=False)
         self._save_tables(outcome)
-        self.record.metrics.update(derived_costs(self.record.metrics))
+        self.record.metrics.update(derived_costs(self.record.metrics, self.workload.units_of_work))
         if self._faults is not None:
             self._save_faults(frame, warmup)
         if self.scenario.soak is not None:
@@ -688,41 +693,3 @@ def _global_status(conn: Any) -> dict[str, str]:
     with conn.cursor() as cur:
         cur.execute("SHOW GLOBAL STATUS")
         return {str(k): str(v) for k, v in cur.fetchall()}
-
-
-def derived_costs(metrics: dict[str, float]) -> dict[str, float]:
-    """Cost per unit of work: what a transaction costs the server, whatever the throughput.
-
-    CPU µs, context switches and KiB read and written by the server process per
-    transaction (and CPU per query), all over the measured window.
-    """
-    out: dict[str, float] = {}
-    txns = metrics.get("transactions") or 0
-    queries = metrics.get("queries_total") or 0
-    window = metrics.get("measured_time_s") or 0
-    if txns > 0 and "server_cpu_s" in metrics:
-        out["server_cpu_us_per_txn"] = metrics["server_cpu_s"] * 1e6 / txns
-    if queries > 0 and "server_cpu_s" in metrics:
-        out["server_cpu_us_per_query"] = metrics["server_cpu_s"] * 1e6 / queries
-    if txns > 0 and "server_ctx_switches" in metrics:
-        out["ctx_switches_per_txn"] = metrics["server_ctx_switches"] / txns
-    for direction in ("read", "write"):
-        rate = metrics.get(f"server_{direction}_mb_per_s")
-        if txns > 0 and window > 0 and rate is not None:
-            name = "kb_read_per_txn" if direction == "read" else "kb_written_per_txn"
-            out[name] = rate * window * 1024 / txns
-    out.update(_costs_per_new_order(metrics, window))
-    return out
-
-
-def _costs_per_new_order(metrics: dict[str, float], window: float) -> dict[str, float]:
-    """A TPC-C-like run's unit of work is the committed New-Order (its NOPM)."""
-    new_orders = (metrics.get("nopm") or 0) * window / 60
-    if new_orders <= 0:
-        return {}
-    out = {}
-    if "server_cpu_s" in metrics:
-        out["server_cpu_us_per_new_order"] = metrics["server_cpu_s"] * 1e6 / new_orders
-    if (rate := metrics.get("server_write_mb_per_s")) is not None:
-        out["kb_written_per_new_order"] = rate * window * 1024 / new_orders
-    return out

@@ -98,7 +98,7 @@ from dbrig.sampling.status import (
     status_row,
     status_variables,
 )
-from dbrig.sampling.summary import ROLE_KEYS, role_key, summarize_cell
+from dbrig.sampling.summary import role_key, summarize_cell
 
 __all__ = [
     "COUNTERS",
@@ -116,7 +116,6 @@ __all__ = [
     "MIB",
     "PROCS_COLUMNS",
     "PROCS_VALUE_COLUMNS",
-    "ROLE_KEYS",
     "SAMPLER_COLUMNS",
     "STAMP_COLUMNS",
     "WARMUP",

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
 
 from dbrig.sampling.procs import KERNEL_ROLE
 from dbrig.sampling.schedule import MEASURE
-
-# Summary keys use these prefixes for the runner's role names; others are sanitised.
-ROLE_KEYS = {"stress-ng": "stress"}
 
 
 def _measured(path: Path) -> pd.DataFrame | None:
@@ -112,15 +109,16 @@ def _summarize_memory(frame: pd.DataFrame) -> dict[str, float]:
     return summary
 
 
-def role_key(role: str) -> str:
-    """The prefix of a role's summary keys: ``stress-ng`` -> ``stress``."""
-    return ROLE_KEYS.get(role) or re.sub(r"\W+", "_", role).strip("_").lower()
+def role_key(role: str, prefixes: Mapping[str, str] | None = None) -> str:
+    """The prefix of a role's summary keys: the one ``prefixes`` gives it (an interference
+    tool's ``column_prefix``), else its name sanitised (``my-tool`` -> ``my_tool``)."""
+    return (prefixes or {}).get(role) or re.sub(r"\W+", "_", role).strip("_").lower()
 
 
-def _summarize_procs(frame: pd.DataFrame) -> dict[str, float]:
+def _summarize_procs(frame: pd.DataFrame, prefixes: Mapping[str, str]) -> dict[str, float]:
     summary: dict[str, float] = {}
     for role, rows in frame.groupby("role"):
-        key, weights = role_key(str(role)), rows["interval_s"]
+        key, weights = role_key(str(role), prefixes), rows["interval_s"]
         cpu_s = _integral(rows["cpu_pct"], weights)
         _put(summary, f"{key}_cpu_pct", _weighted_mean(rows["cpu_pct"], weights))
         _put(summary, f"{key}_cpu_s", None if cpu_s is None else cpu_s / 100.0)
@@ -197,6 +195,7 @@ def summarize_cell(
     *,
     pinned_cores: Collection[int] | None = None,
     processes_here: bool = True,
+    role_prefixes: Mapping[str, str] | None = None,
 ) -> dict[str, float]:
     """Per-cell means over the measure phase of the sampler CSVs in ``cell_dir``.
 
@@ -207,7 +206,8 @@ def summarize_cell(
     - disk.csv: ``disk_iops``, ``disk_read_mb_per_s``, ``disk_write_mb_per_s`` (summed over
       devices), ``disk_await_ms`` (weighted by I/O count), ``disk_util_pct`` (mean over devices);
     - memory.csv: ``swap_in_mb_per_s``, ``swap_out_mb_per_s``, ``mem_available_mb_min``;
-    - procs.csv, per role (``server``, ``workload``, ``stress`` for stress-ng):
+    - procs.csv, per role (``server``, ``workload``, an interference tool's: its
+      ``role_prefixes`` entry, else its name sanitised):
       ``<role>_cpu_pct`` (100 = one core), ``<role>_cpu_s`` (CPU seconds in the window),
       ``<role>_rss_mb_max``, ``<role>_ctx_switches`` (count in the window),
       ``<role>_read_mb_per_s``, ``<role>_write_mb_per_s``;
@@ -226,7 +226,7 @@ def summarize_cell(
         ("cpu.csv", lambda frame: _summarize_cpu(frame, pinned_cores)),
         ("disk.csv", _summarize_disk),
         ("memory.csv", _summarize_memory),
-        ("procs.csv", _summarize_procs),
+        ("procs.csv", lambda frame: _summarize_procs(frame, role_prefixes or {})),
         ("status.csv", _summarize_status),
         ("sampler.csv", _summarize_sampler),
     ]

@@ -441,7 +441,7 @@ class Scenario(_Frozen):
     @model_validator(mode="after")
     def _client_host_is_named(self) -> Scenario:
         tool = workload_for(self.workload)
-        host = getattr(tool.params, "host", None)
+        host = tool.client_host
         if host is not None and host not in self.hosts:
             known = ", ".join(sorted(self.hosts)) or "none: add a hosts: block"
             raise ValueError(

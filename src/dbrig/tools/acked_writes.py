@@ -286,6 +286,10 @@ class AckedWritesTool(sysbench.LuaScriptWorkload):
         return {}
 
     @property
+    def client_host(self) -> str | None:
+        return None  # no host key: dbrig reads the client's ack files where it runs
+
+    @property
     def interval_s(self) -> float | None:
         """Seconds between interval lines: the faults' throughput recovery reads them."""
         return float(self.params.report_interval) if self.params.report_interval else None

@@ -17,16 +17,16 @@ Tools never start processes, read clocks or look at global state: the run side
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dbrig.endpoint import Credentials, Endpoint
-from dbrig.metrics import Metric
+from dbrig.metrics import Metric, WorkUnit
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,53 @@ class Usage:
     sys_cpu_s: float
 
 
+# A cell's value of a key of the tool's own block, as the run saved it (None when unset):
+# ``setting("tables")`` is ``workload.sysbench.tables``.
+Setting = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class MeanLatency:
+    """A workload's mean latency in ms, read from its metric columns, for the Scalability
+    section's latency knee when a run has no percentile: ``column`` x ``scale``, divided by
+    the column ``per`` when given, under ``heading``, with ``note`` saying why."""
+
+    column: str
+    heading: str
+    note: str
+    scale: float = 1.0
+    per: str | None = None
+
+
+@dataclass(frozen=True)
+class DataEstimate:
+    """The size of a cell's table data, estimated from its settings, and how."""
+
+    bytes: float
+    how: str  # "2 tables x 10,000 rows x ~230 B"
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What the saved run says of its host, for a tool's :class:`CellCheck`."""
+
+    memory_bytes: float | None
+    cpu_count: float | None
+
+
+@dataclass(frozen=True)
+class CellCheck:
+    """A warning the report raises from a cell's settings and its host: a trap of the
+    tool's own (sysbench fileio measuring the page cache). ``check`` returns the cell's
+    text and how bad it is (larger is worse), or None when the cell is fine."""
+
+    code: str  # the warning's stable code
+    summary: str  # what many cells' warning is folded into: "fileio fits in RAM"
+    suffix: str  # after each cell's text: why it matters, what to do
+    where: str  # where every cell's value can be read
+    check: Callable[[Setting, HostFacts], tuple[str, float] | None]
+
+
 class WorkloadTool(Protocol):
     """A load generator run against a server: one instance per cell, from its params."""
 
@@ -67,7 +114,41 @@ class WorkloadTool(Protocol):
     required_by_doctor: ClassVar[bool]  # a machine without it cannot run the quick start
     # Its key counting concurrent clients (a sweep of it gets the Scalability section).
     concurrency_key: ClassVar[str | None]
+    # The key of its block that sets space_needed() (the error line names it), if any.
+    space_key: ClassVar[str | None]
+    # It rides through a server restart by reconnecting on its own (acked_writes), so a
+    # fault that takes the server away need not end its run.
+    reconnects_itself: ClassVar[bool]
+    # The line it prints when its own clock starts (run/startwatch.py), or None.
+    start_line: ClassVar[str | None]
+    # What the trial puts the server's costs per (cost per unit of work).
+    units_of_work: ClassVar[tuple[WorkUnit, ...]]
+    # The report's latency for the knee when a sweep has no percentile, or None.
+    mean_latency: ClassVar[MeanLatency | None]
+    # Warnings about the tool's own traps, raised by the report from the cells' settings.
+    cell_checks: ClassVar[tuple[CellCheck, ...]]
     params: BaseModel
+
+    @property
+    def client_cpus(self) -> tuple[int, ...] | None:
+        """The cores the scenario pins the client to, if any (its ``cpus``)."""
+        ...
+
+    @property
+    def client_host(self) -> str | None:
+        """The scenario's host (a key of ``hosts:``) the client runs on; None: here."""
+        ...
+
+    @property
+    def interval_s(self) -> float | None:
+        """Seconds between its interval lines (None: it prints none)."""
+        ...
+
+    @staticmethod
+    def estimated_data(setting: Setting) -> DataEstimate | None:
+        """A cell's table data size from its settings, for the report's "fits in the buffer
+        pool" warning; None when it cannot say (a hardware test, a script)."""
+        ...
 
     @property
     def database(self) -> str:
@@ -181,23 +262,28 @@ class ClientPlacement(BaseModel):
 
 def client_cpus(workload: WorkloadTool) -> tuple[int, ...] | None:
     """The cores the scenario pins the client to, if any."""
-    return getattr(workload.params, "cpus", None)
+    return workload.client_cpus
 
 
 def reconnects_itself(workload: WorkloadTool) -> bool:
     """The client rides through a server restart by reconnecting on its own (acked_writes),
     so a fault that takes the server away need not end its run."""
-    return bool(getattr(workload, "reconnects_itself", False))
+    return workload.reconnects_itself
 
 
 def client_host(workload: WorkloadTool) -> str | None:
     """The scenario's host (a key of ``hosts:``) the client runs on; None: this machine."""
-    return getattr(workload.params, "host", None)
+    return workload.client_host
 
 
 def interference_host(tool: InterferenceTool) -> str | None:
     """The scenario's host (a key of ``hosts:``) the interference runs on; None: this machine."""
-    return getattr(tool.params, "host", None)
+    return tool.host
+
+
+def column_prefixes(tools: Iterable[InterferenceTool]) -> dict[str, str]:
+    """By process role (the tool's key in procs.csv), the prefix of its summary columns."""
+    return {tool.key: tool.column_prefix for tool in tools}
 
 
 def pinned_argv(argv: list[str], cpus: tuple[int, ...] | None) -> list[str]:
@@ -207,7 +293,37 @@ def pinned_argv(argv: list[str], cpus: tuple[int, ...] | None) -> list[str]:
     return ["taskset", "-c", ",".join(map(str, cpus)), *argv]
 
 
-class ServerWorkload:
+class WorkloadBase:
+    """The answers every workload tool gives alike unless it says otherwise: a tool class
+    inherits them (directly or through :class:`ServerWorkload`) and overrides what differs.
+    Its params model is a :class:`ClientPlacement` (``host`` and ``cpus``)."""
+
+    params: Any
+    space_key: ClassVar[str | None] = None
+    reconnects_itself: ClassVar[bool] = False
+    start_line: ClassVar[str | None] = None
+    units_of_work: ClassVar[tuple[WorkUnit, ...]] = ()
+    mean_latency: ClassVar[MeanLatency | None] = None
+    cell_checks: ClassVar[tuple[CellCheck, ...]] = ()
+
+    @property
+    def client_cpus(self) -> tuple[int, ...] | None:
+        return self.params.cpus
+
+    @property
+    def client_host(self) -> str | None:
+        return self.params.host
+
+    @property
+    def interval_s(self) -> float | None:
+        return None
+
+    @staticmethod
+    def estimated_data(setting: Setting) -> DataEstimate | None:
+        return None
+
+
+class ServerWorkload(WorkloadBase):
     """The answers of a workload that always runs against a server and reads no file of
     its own: a tool class inherits them and keeps only what differs (sysbench's hardware
     tests and scripts answer otherwise)."""
@@ -281,11 +397,6 @@ class ResumableWorkload(Protocol):
     rest of the measured window instead of relying on the tool's own reconnects.
     """
 
-    @property
-    def interval_s(self) -> float | None:
-        """Seconds between its interval lines (None: it prints none)."""
-        ...
-
     def resumed_argv(self, endpoint: Endpoint, binary: Path, seconds: int) -> list[str]:
         """A run of ``seconds`` with no warm-up, on the data as the fault left it."""
         ...
@@ -308,7 +419,18 @@ class InterferenceTool(Protocol):
     info: ClassVar[ToolInfo]
     params_model: ClassVar[type[BaseModel]]
     required_by_doctor: ClassVar[bool]
+    # The prefix of its process's summary columns (``<prefix>_cpu_pct``), from procs.csv.
+    column_prefix: ClassVar[str]
+    # The report's words for a block that asks for no work: "none (<inactive_note>)".
+    inactive_note: ClassVar[str]
+    # Its metric of the CPU it got over the CPU it asked for (the report warns under 0.8).
+    achieved_ratio_metric: ClassVar[str | None]
     params: BaseModel
+
+    @property
+    def host(self) -> str | None:
+        """The scenario's host (a key of ``hosts:``) it runs on; None: this machine."""
+        ...
 
     @property
     def active(self) -> bool:
@@ -325,7 +447,10 @@ class InterferenceTool(Protocol):
 
     def argv(self, binary: Path, limit_s: int) -> list[str]: ...
 
-    def pinned_cores(self) -> list[int] | None: ...
+    def pinned_cores(self) -> list[int] | None:
+        """The cores it is pinned to (stress-ng's ``taskset``), None when it is not: the
+        trial's ``pinned_cores_busy_pct`` is their mean busy share."""
+        ...
 
     def failure_reason(self, stderr: str, returncode: int) -> str | None:
         """Why it stopped early, in one line (None if the output shows no reason)."""

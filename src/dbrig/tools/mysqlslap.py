@@ -87,6 +87,7 @@ from dbrig.tools.base import (
     CLIENT_CPUS,
     CLIENT_HOST,
     ClientPlacement,
+    MeanLatency,
     Outcome,
     ServerWorkload,
     ToolInfo,
@@ -742,6 +743,16 @@ def _redact(line: str, secrets: Sequence[str]) -> str:
 
 # --- the tool seam ---------------------------------------------------------------------------
 
+# It reports no latency percentile: the mean time a client spends per query instead.
+MEAN_TIME_PER_QUERY = MeanLatency(
+    "avg_s",
+    "mean time per query (ms)",
+    "mysqlslap reports no latency percentile: the knee uses the mean time a client "
+    "spends per query, avg_s / queries_per_client",
+    scale=1000,
+    per="queries_per_client",
+)
+
 
 @dataclass(frozen=True)
 class MysqlslapTool(ServerWorkload):
@@ -753,6 +764,7 @@ class MysqlslapTool(ServerWorkload):
     params_model: ClassVar[type[BaseModel]] = MysqlslapParams
     required_by_doctor: ClassVar[bool] = False
     concurrency_key: ClassVar[str | None] = "concurrency"
+    mean_latency: ClassVar[MeanLatency | None] = MEAN_TIME_PER_QUERY
 
     def metrics(self) -> tuple[Metric, ...]:
         return produced_by(self.key)

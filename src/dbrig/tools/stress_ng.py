@@ -621,9 +621,16 @@ class StressNgTool:
     info: ClassVar[ToolInfo] = INFO
     params_model: ClassVar[type[BaseModel]] = StressNgParams
     required_by_doctor: ClassVar[bool] = False
+    column_prefix: ClassVar[str] = "stress"  # stress_cpu_pct...: the historic prefix
+    inactive_note: ClassVar[str] = "every stress-ng stressor has 0 workers"
+    achieved_ratio_metric: ClassVar[str | None] = "stress_achieved_ratio"
 
     def metrics(self) -> tuple[Metric, ...]:
         return produced_by(self.key)
+
+    @property
+    def host(self) -> str | None:
+        return self.params.host
 
     @property
     def active(self) -> bool:

@@ -101,17 +101,22 @@ from pydantic import (
 
 from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
-from dbrig.metrics import Metric, produced_by
+from dbrig.metrics import Metric, WorkUnit, produced_by
 from dbrig.tools import sysbench_hw as hw
 from dbrig.tools.base import (
     CLIENT_CPUS,
     CLIENT_HOST,
+    CellCheck,
     ClientPlacement,
+    DataEstimate,
+    MeanLatency,
     Outcome,
     ServerWorkload,
+    Setting,
     ToolInfo,
+    WorkloadBase,
 )
-from dbrig.util.units import parse_size
+from dbrig.util.units import parse_size, to_float
 
 INFO = ToolInfo(name="sysbench", binaries=("sysbench",), package="sysbench")
 # Printed when every thread has connected: sysbench's clock (intervals, --time) starts here.
@@ -952,9 +957,31 @@ def _main_fatal(lines: tuple[str, ...]) -> str:
 
 # --- the tool seam ---------------------------------------------------------------------------
 
+# The units of work of its summary (and of the Lua scripts', which print the same one).
+TRANSACTION = WorkUnit("txn", count="transactions")
+QUERY = WorkUnit("query", count="queries_total", costs=("server_cpu_us",))
+MEAN_LATENCY = MeanLatency(
+    "latency_avg_ms",
+    "avg latency (ms)",
+    "sysbench ran without a percentile (percentile: 0): the knee uses the mean latency",
+)
+ROW_BYTES = 230  # an sbtest row with its primary and secondary index, roughly
+
+
+def estimated_data(setting: Setting) -> DataEstimate | None:
+    """An OLTP cell's sbtest tables: ``tables x table_size x ~230 B`` (as the cell saved
+    them: no estimate when the block leaves a key out)."""
+    if not str(hw.cell_test(setting) or "").startswith("oltp_"):
+        return None  # a hardware test or a Lua script: no sbtest tables to size
+    tables, rows = to_float(setting("tables")), to_float(setting("table_size"))
+    if tables is None or rows is None:
+        return None
+    how = f"{tables:.0f} table{'s' if tables != 1 else ''} x {rows:,.0f} rows x ~{ROW_BYTES} B"
+    return DataEstimate(tables * rows * ROW_BYTES, how)
+
 
 @dataclass(frozen=True)
-class SysbenchTool:
+class SysbenchTool(WorkloadBase):
     """sysbench as a :class:`~dbrig.tools.base.WorkloadTool`."""
 
     params: SysbenchParams
@@ -963,7 +990,12 @@ class SysbenchTool:
     params_model: ClassVar[type[BaseModel]] = SysbenchParams
     required_by_doctor: ClassVar[bool] = True
     concurrency_key: ClassVar[str | None] = "threads"
-    start_line: ClassVar[str] = STARTED_LINE  # where its clock starts (run/startwatch.py)
+    space_key: ClassVar[str | None] = "file_total_size"  # fileio's files (space_needed)
+    start_line: ClassVar[str | None] = STARTED_LINE  # where its clock starts (startwatch)
+    units_of_work: ClassVar[tuple[WorkUnit, ...]] = (TRANSACTION, QUERY)
+    mean_latency: ClassVar[MeanLatency | None] = MEAN_LATENCY
+    cell_checks: ClassVar[tuple[CellCheck, ...]] = hw.CELL_CHECKS
+    estimated_data = staticmethod(estimated_data)
 
     def metrics(self) -> tuple[Metric, ...]:
         return produced_by(self.key)
@@ -1118,7 +1150,9 @@ class LuaScriptWorkload(ServerWorkload):
     gives its script's command line (:meth:`script_command`) and what is its own."""
 
     params: Any  # the tool's own model, with ``time``
-    start_line: ClassVar[str] = STARTED_LINE  # where its clock starts (run/startwatch.py)
+    start_line: ClassVar[str | None] = STARTED_LINE  # where its clock starts (startwatch)
+    units_of_work: ClassVar[tuple[WorkUnit, ...]] = (TRANSACTION, QUERY)
+    mean_latency: ClassVar[MeanLatency | None] = MEAN_LATENCY
 
     def script_command(
         self, endpoint: Endpoint, command: Command, binary: Path, warmup: int = 0

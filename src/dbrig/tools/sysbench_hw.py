@@ -34,7 +34,8 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
-from dbrig.util.units import parse_size
+from dbrig.tools.base import CellCheck, HostFacts, Setting
+from dbrig.util.units import parse_size, size_text, to_float
 
 HardwareTest = Literal["cpu", "memory", "threads", "mutex", "fileio"]
 
@@ -119,3 +120,52 @@ def defines_command(script_text: str, command: str) -> bool:
 def script_needs_database(script_text: str) -> bool:
     """Whether a Lua script connects to a database (see the module docstring)."""
     return bool(_NEEDS_DB_RE.search(script_text))
+
+
+# --- the report's warnings about the hardware tests ------------------------------------------
+
+
+def cell_test(setting: Setting) -> str | None:
+    """A cell's test as saved (None for a Lua script, or when the block leaves it out)."""
+    return None if setting("script") else setting("test")
+
+
+def _page_cache(setting: Setting, host: HostFacts) -> tuple[str, float] | None:
+    """fileio on files that fit in RAM measures the page cache unless O_DIRECT skips it."""
+    ram = host.memory_bytes
+    if not ram or cell_test(setting) != "fileio" or setting("file_extra_flags") == "direct":
+        return None
+    size = parse_size(setting("file_total_size") or FILEIO_DEFAULT_TOTAL)
+    if size is None or size >= ram:
+        return None
+    return f"file_total_size {size_text(size)} < RAM {size_text(ram)}", ram / max(size, 1)
+
+
+def _threads_over_cores(setting: Setting, host: HostFacts) -> tuple[str, float] | None:
+    """cpu and mutex answer a per-core question; more threads than cores time-share them."""
+    cores = host.cpu_count
+    test = cell_test(setting)
+    threads = to_float(setting("threads")) or 1
+    if not cores or test not in ("cpu", "mutex") or threads <= cores:
+        return None
+    plural = "s" if cores != 1 else ""
+    return f"{test} with {threads:.0f} threads on {cores:.0f} core{plural}", threads / cores
+
+
+CELL_CHECKS = (
+    CellCheck(
+        "page_cache",
+        summary="fileio fits in RAM",
+        suffix=" without file_extra_flags: direct: the page cache is measured, not the disk; "
+        "use direct or files larger than RAM",
+        where="the file_total_size of every cell in the report's matrix table",
+        check=_page_cache,
+    ),
+    CellCheck(
+        "threads_over_cores",
+        summary="more threads than cores",
+        suffix=" (more threads than cores: this measures time-sharing, not per-core speed)",
+        where="the threads of every cell in the report's matrix table",
+        check=_threads_over_cores,
+    ),
+)

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
-from dbrig.metrics import Metric, produced_by
+from dbrig.metrics import Metric, WorkUnit, produced_by
 from dbrig.tools import sysbench
 from dbrig.tools.base import (
     CLIENT_CPUS,
@@ -311,6 +311,11 @@ def evaluate_consistency(counts: Mapping[str, int]) -> tuple[dict[str, float], s
 
 # --- the tool seam ---------------------------------------------------------------------------
 
+# Its unit of work is the committed New-Order (its NOPM, a rate per minute).
+NEW_ORDER = WorkUnit(
+    "new_order", count="nopm", per_minute=True, costs=("server_cpu_us", "kb_written")
+)
+
 
 @dataclass(frozen=True)
 class TpccTool(sysbench.LuaScriptWorkload):
@@ -323,6 +328,10 @@ class TpccTool(sysbench.LuaScriptWorkload):
     required_by_doctor: ClassVar[bool] = False  # sysbench's own entry already requires it
     concurrency_key: ClassVar[str | None] = "threads"
     size_key: ClassVar[str] = "warehouses"
+    units_of_work: ClassVar[tuple[WorkUnit, ...]] = (
+        *sysbench.LuaScriptWorkload.units_of_work,
+        NEW_ORDER,
+    )
 
     def metrics(self) -> tuple[Metric, ...]:
         return produced_by(self.key) + produced_by(sysbench.SysbenchTool.key)

@@ -50,3 +50,10 @@ def to_float(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if math.isnan(number) else number
+
+
+def size_text(size: float) -> str:
+    """Bytes as a warning line shows them: ``1.5 GiB`` from 1 GiB up, else ``12.0 MiB``."""
+    if size >= 2**30:
+        return f"{size / 2**30:.1f} GiB"
+    return f"{size / 2**20:.1f} MiB"
