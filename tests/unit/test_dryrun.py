@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from dbrig.run.commands import interference_limit_s, workload_timeout_s
-from dbrig.run.dryrun import check, describe
-from dbrig.run.preflight import Toolbox
+from dbrig.run.dryrun import describe
+from dbrig.run.preflight import Toolbox, check_host, find_binaries
 from dbrig.scenario import plan_from_dict
 
 SYSBENCH = {"test": "oltp_read_write", "tables": 1, "table_size": 100, "time": 10}
@@ -120,7 +120,7 @@ def test_stress_ng_on_another_host_is_shown_behind_ssh_and_its_cores_are_not_thi
         "interference": {"stress-ng": {"cpu": 1, "taskset": [4095], "host": "db1"}},
     }
     plan = plan_from_dict(raw, seed=3)
-    check(plan)
+    check_host(plan, None, *find_binaries(plan, strict=False), strict=False)  # this host's
     shown = next(ln for ln in describe(plan) if ln.startswith("  interference: "))
     assert shown.startswith("  interference: ssh bench@db1 -- stress-ng --cpu 1 ")
     assert "--taskset 4095" in shown
