@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dbrig.run.plan import workspace_image
 from dbrig.errors import EXIT_BAD_INPUT, ConfigError
+from dbrig.run.plan import workspace_image
 from dbrig.server import workspace as ws
 from tests.unit.test_scenario import BASE, config_error, plan_of
 
