@@ -16,7 +16,7 @@ from dbrig.run import faults
 from dbrig.run.commands import InterferenceCommand
 from dbrig.run.datasets import data_set_id, prepare_steps, prepared_before_every_trial
 from dbrig.run.plan import RunPlan, unchecked
-from dbrig.run.preflight import cell_endpoint
+from dbrig.run.plan_cells import cell_endpoint
 from dbrig.run.remote import cell_host, display_run
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary

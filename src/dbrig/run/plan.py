@@ -22,7 +22,8 @@ from dbrig.errors import ConfigError
 from dbrig.run import preflight
 from dbrig.run.commands import TrialCommands, trial_commands
 from dbrig.run.datasets import data_set_id
-from dbrig.run.preflight import Toolbox, cell_data_parent, cell_endpoint, find_binaries
+from dbrig.run.plan_cells import cell_data_parent, cell_endpoint
+from dbrig.run.preflight import Toolbox, find_binaries
 from dbrig.run.remote import cell_host
 from dbrig.run.remote import display_endpoint as remote_endpoint
 from dbrig.scenario import Cell, Plan, Trial

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dbrig import proc
-from dbrig.endpoint import Endpoint, is_loopback
+from dbrig.endpoint import is_loopback
 from dbrig.errors import ConfigError, ToolMissing
 from dbrig.host import probe
 from dbrig.host import settings as host_settings
-from dbrig.remote.server import BENCHMARK_USER
 from dbrig.run.commands import binary_key, trial_commands
+from dbrig.run.plan_cells import cell_data_parent, cell_endpoint, cell_needs_server
 from dbrig.run.remote import (
     ClientTool,
     check_client_hosts,
@@ -205,12 +205,6 @@ def _binary(info: ToolInfo, strict: bool) -> Path:
         return Path(info.binaries[0])
 
 
-def cell_endpoint(plan: Plan, cell: Cell) -> Endpoint:
-    """Where a cell's workload would connect, with placeholders for what is not known yet."""
-    workload = workload_for(cell.scenario.workload)
-    return display_endpoint(plan.scenario.server_specs[cell.server], workload.database)
-
-
 def _check_reachable(plan: Plan, name: str, spec: ExternalServer, cells: list[Cell]) -> None:
     """An external server that does not answer (or refuses the password), or a password
     its cells' tools cannot be given, stops the run here."""
@@ -279,21 +273,6 @@ def _check_system(plan: Plan, out: Path) -> None:
             host_settings.check(settings, datadir_device(where))
         except ConfigError as exc:
             raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
-
-
-def cell_needs_server(cell: Cell) -> bool:
-    """Whether the cell's own workload (not the scenario's base block) needs a server."""
-    return workload_for(cell.scenario.workload).needs_server
-
-
-def cell_data_parent(cell: Cell, out: Path) -> Path:
-    """Where a cell's data lives on this machine: the run's folder ``out`` (its datadirs
-    go in the run directory made there), or for a workload with no server the folder its
-    work folder goes in (the tool's ``work_root``, else ``out``)."""
-    workload = workload_for(cell.scenario.workload)
-    if not workload.needs_server and workload.work_root:
-        return Path(workload.work_root)
-    return out
 
 
 def _check_external_system(plan: Plan) -> None:
@@ -415,26 +394,3 @@ def datadir_device(where: Path) -> host_settings.BlockDevice | None:
     Read-only: ``where`` may not exist yet, and preflight must create nothing.
     """
     return host_settings.device_under(where)
-
-
-def display_endpoint(spec: ManagedServer | ExternalServer, database: str) -> Endpoint:
-    """Where a cell's tool would connect, for checks and --dry-run (no secrets, no sockets)."""
-    if isinstance(spec, ExternalServer):
-        secret = spec.password_env or spec.defaults_file
-        return Endpoint(
-            user=spec.user,
-            database=database,
-            socket=spec.socket,
-            host=None if spec.socket else spec.host,
-            port=None if spec.socket else spec.port,
-            client_options_file=Path("<0600 option file>") if secret else None,
-        )
-    if spec.host is not None:  # the address and port are known when the run starts it
-        return Endpoint(
-            user=BENCHMARK_USER,
-            database=database,
-            host=f"<hosts.{spec.host} address>",
-            port=spec.port or 0,
-            client_options_file=Path("<0600 option file>"),
-        )
-    return Endpoint(user="root", database=database, socket="<sandbox>/mysqld.sock")
