@@ -306,6 +306,7 @@ def print_dry_run(resolved: run_plan.RunPlan, snapshot_cache: Path | None = None
         click.echo(line)
     for line in estimate.describe(resolved.plan, resolved.out, resolved.trials):
         click.echo(line)
+    click.echo(dryrun.describe_disk(resolved))
 
 
 @click.command("run")

@@ -75,6 +75,22 @@ def describe(resolved: Plan | RunPlan, cache: CacheView | None = None) -> Iterat
     yield "order: " + " ".join(t.id for t in trials)
 
 
+def describe_disk(resolved: Plan | RunPlan) -> str:
+    """The disk the run needs here, as preflight counted it."""
+    if not isinstance(resolved, RunPlan):
+        resolved = unchecked(resolved)
+    return (
+        f"disk: {_size(resolved.disk_bytes)} on this machine (data sets, their snapshots "
+        "and a working copy, per-interval files)"
+    )
+
+
+def _size(size: int) -> str:
+    if size < 2**20:
+        return "under 1 MiB"
+    return "about " + (f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB")
+
+
 def describe_commands(
     resolved: Plan | RunPlan, short_names: dict[str, str], cache: CacheView | None = None
 ) -> Iterator[str]:

@@ -106,6 +106,19 @@ class RunPlan:
         summary = f"no server: {', '.join(titles)} {verb} none"
         return {"server": summary, "cell_servers": notes}
 
+    @property
+    def disk_bytes(self) -> int:
+        """What the run writes on this machine, as preflight counts it: each managed data
+        set's snapshot and a working copy (0 for a tool that cannot say), each data set
+        of a workload with no server, and every trial's per-interval files."""
+        work = {
+            (c.data_parent, c.data_set): c.workload.space_needed()
+            for c in self.cells.values()
+            if not c.needs_server
+        }
+        series = preflight.series_bytes(self.plan, os.cpu_count() or 1)
+        return preflight.managed_data_bytes(self.plan) + sum(work.values()) + series
+
     def inputs(self) -> Iterable[Path]:
         """Files the workloads read (a Lua script): the run directory keeps a copy."""
         for cell in self.cells.values():
