@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from dbrig.run.commands import interference_limit_s, workload_timeout_s
-from dbrig.run.dryrun import check, describe
-from dbrig.run.preflight import Toolbox
+from dbrig.run.dryrun import describe, describe_disk
+from dbrig.run.preflight import Toolbox, check_host, find_binaries
 from dbrig.scenario import plan_from_dict
 
 SYSBENCH = {"test": "oltp_read_write", "tables": 1, "table_size": 100, "time": 10}
@@ -120,7 +120,7 @@ def test_stress_ng_on_another_host_is_shown_behind_ssh_and_its_cores_are_not_thi
         "interference": {"stress-ng": {"cpu": 1, "taskset": [4095], "host": "db1"}},
     }
     plan = plan_from_dict(raw, seed=3)
-    check(plan)
+    check_host(plan, None, *find_binaries(plan, strict=False), strict=False)  # this host's
     shown = next(ln for ln in describe(plan) if ln.startswith("  interference: "))
     assert shown.startswith("  interference: ssh bench@db1 -- stress-ng --cpu 1 ")
     assert "--taskset 4095" in shown
@@ -137,3 +137,21 @@ def test_a_toolbox_names_the_version_of_stress_ng_on_each_host() -> None:
     assert box.uses_other_hosts
     versions = box.versions()
     assert versions["stress-ng"] is None and versions["stress-ng@db1"].endswith("0.15.06")
+
+
+def test_the_disk_the_run_needs_is_shown_and_counts_the_cells_own_data_sets() -> None:
+    """A base block naming only ``time``, a matrix block choosing fileio: its files are the
+    data set (in dbrig's work folder), and no server's snapshot is counted."""
+    fileio = {
+        "workload.sysbench.test": ["fileio"],
+        "workload.sysbench.file_test_mode": ["rndrd"],
+        "workload.sysbench.file_total_size": ["64M"],
+    }
+    plan = plan_from_dict({"name": "d", "workload": {"sysbench": {"time": 2}}, "matrix": [fileio]})
+    lines = list(describe(plan))
+    assert (
+        "  no server: sysbench fileio needs none (works in a folder beside the run directory)"
+        in lines
+    )
+    assert describe_disk(plan).startswith("disk: about 64 MiB on this machine")
+    assert not any(ln.startswith("  my.cnf") for ln in lines)

@@ -78,3 +78,22 @@ def test_data_set_loads_are_timed_from_the_newest_run_of_the_scenario_that_loade
     assert estimate(_plan(SYSBENCH), History(None, 0, None)).lines[-1] == (
         "plus the data set loads (prepare) and the report"
     )
+
+
+def test_cells_whose_workload_needs_no_server_add_no_managed_setup() -> None:
+    """The base block names only ``time`` (its test would need a server); the blocks
+    choose hardware tests: no restore, start or stop to add."""
+    plan = _plan(
+        {"sysbench": {"time": 2}},
+        matrix=[{"workload.sysbench.test": ["cpu"]}, {"workload.sysbench.test": ["memory"]}],
+    )
+    found = estimate(plan, History(setup_s=9.0, setup_trials=5, workload_s=None))
+    assert found.total_s == 4 * 2
+    assert not any("managed set-ups" in line for line in found.lines)
+
+
+def test_only_the_trials_given_are_timed() -> None:
+    plan = _plan(SYSBENCH)
+    found = estimate(plan, History(None, 0, None), plan.trials[:1])
+    assert found.total_s == 30
+    assert found.lines[0].startswith("1 trials: ")

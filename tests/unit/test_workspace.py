@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dbrig.commands.run import _workspace_image
 from dbrig.errors import EXIT_BAD_INPUT, ConfigError
+from dbrig.run.plan import workspace_image
 from dbrig.server import workspace as ws
 from tests.unit.test_scenario import BASE, config_error, plan_of
 
@@ -37,5 +37,5 @@ def test_an_image_too_small_for_xfs_is_refused(monkeypatch: pytest.MonkeyPatch) 
 def test_keep_data_with_a_workspace_is_refused(tmp_path: Path) -> None:
     plan = plan_of(tmp_path, BASE + "workspace: {image: 20G}\n")
     with pytest.raises(ConfigError, match="--keep-data"):
-        _workspace_image(plan, keep_data=True)
-    assert _workspace_image(plan_of(tmp_path, BASE), keep_data=True) is None
+        workspace_image(plan, True, tmp_path)
+    assert workspace_image(plan_of(tmp_path, BASE), True, tmp_path) is None

@@ -10,7 +10,6 @@ import contextlib
 import datetime as dt
 import json
 import logging
-import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,10 +29,10 @@ from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.commands.show import print_results
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, Interrupted
 from dbrig.report import run_warnings, write_report
-from dbrig.run import dryrun, estimate, preflight, runner
+from dbrig.run import dryrun, estimate, runner
+from dbrig.run import plan as run_plan
 from dbrig.run.progress import TERMINAL_EVERY_S, LiveLine
 from dbrig.scenario import shipped
-from dbrig.server import workspace
 from dbrig.server.cache import ENV_DIR, ENV_MAX
 from dbrig.server.workspace import clone_workspace
 
@@ -76,25 +75,23 @@ def run_scenario(
             if run_dir is not None:
                 held.enter_context(run_dir.lock())
             say = emit or _emit
-            tools = preflight.preflight(plan, out if run_dir is None else run_dir.path)
+            resolved = plan_run(plan, run_dir, out, keep_data=keep_data, retry_failed=retry_failed)
             cache = open_cache(snapshot_cache, snapshot_cache_max, say)
-            image_bytes = _workspace_image(plan, keep_data)
             if run_dir is None:
-                run_dir = runner.start_run(plan, out, tools, dt.datetime.now().astimezone())
+                run_dir = runner.start_run(resolved, dt.datetime.now().astimezone())
                 held.enter_context(run_dir.lock())
             else:
                 run_dir.update_saved(status="running")
             _log_to(run_dir.path / "dbrig.log")
-            trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
+            trials = list(resolved.trials)
             say(f"dbrig: {len(trials)} trials -> {run_dir.path}")
             signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
             # Explicitly: a background job of a script starts with SIGINT ignored.
             signal.signal(signal.SIGINT, signal.default_int_handler)
-            data_root = held.enter_context(clone_workspace(run_dir.path, image_bytes))
+            data_root = held.enter_context(clone_workspace(run_dir.path, resolved.image_bytes))
             result = runner.Runner(
-                plan,
+                resolved,
                 run_dir,
-                tools,
                 keep_data=keep_data,
                 emit=say,
                 snapshot_cache=cache,
@@ -112,36 +109,43 @@ def run_scenario(
     return RunOutcome(result.run_dir, result.total, result.ok, result.failed, page)
 
 
-def _workspace_image(plan: scenario.Plan, keep_data: bool) -> int | None:
-    """The clone workspace's size, checked before anything runs (root, xfsprogs): the
-    scenario's ``workspace.image``, or the filesystem its ``disk_full`` fault fills."""
-    size = plan.scenario.workspace.image_bytes
-    filled = {
-        fault.size_bytes
-        for cell in plan.cells
-        if (fault := cell.scenario.faults.disk_full) is not None and fault.size_bytes
-    }
-    if len(filled) > 1:
-        raise ConfigError(
-            f"{plan.source}: faults.disk_full.size: the run's datadirs live on one "
-            "filesystem, so every cell needs the same size"
-        )
-    if filled and os.geteuid() != 0:
-        raise ConfigError(
-            f"{plan.source}: faults.disk_full needs root: dbrig makes, loop-mounts and "
-            "fills a filesystem for the datadirs",
-            hint="run dbrig as root, or remove the disk_full fault",
-        )
-    size = size or next(iter(filled), None)
-    if size is None:
-        return None
-    if keep_data:
-        raise ConfigError(
-            "--keep-data: a clone workspace (workspace.image) is removed when the run ends; "
-            "drop one of them"
-        )
-    workspace.check_can_make(size)
-    return size
+def plan_run(
+    plan: scenario.Plan,
+    run_dir: store.RunDir | None,
+    out: Path | None,
+    *,
+    keep_data: bool = False,
+    retry_failed: bool = False,
+    strict: bool = True,
+) -> run_plan.RunPlan:
+    """The resolved plan of this invocation, every check made (raises DbrigError before a
+    run directory exists): a new run's every trial, a resumed one's that are left.
+    ``strict=False`` is ``--dry-run``'s (a tool not installed here is named)."""
+    trials = None
+    if run_dir is not None:
+        out = run_dir.path.parent
+        trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
+    return run_plan.build(plan, out, keep_data=keep_data, strict=strict, trials=trials)
+
+
+def planned(
+    scenario_file: Path | str | None = None,
+    *,
+    out: Path | None = None,
+    resume: Path | None = None,
+    retry_failed: bool = False,
+    keep_data: bool = False,
+    seed: int | None = None,
+    shard: str | None = None,
+    overrides: tuple[str, ...] = (),
+    strict: bool = True,
+) -> run_plan.RunPlan:
+    """What ``dbrig run`` (``strict``) or ``--dry-run`` would do, up to (not including)
+    creating the run directory: the scenario read, every check made, the plan resolved."""
+    plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed, shard, overrides)
+    return plan_run(
+        plan, run_dir, out, keep_data=keep_data, retry_failed=retry_failed, strict=strict
+    )
 
 
 def _plan_and_run_dir(
@@ -292,22 +296,17 @@ def _log_to(path: Path) -> None:
             h.setLevel(max(h.level, logging.WARNING))
 
 
-def print_dry_run(
-    plan: scenario.Plan,
-    out: Path | None = None,
-    checked_dir: Path | None = None,
-    snapshot_cache: Path | None = None,
-) -> None:
-    """The cells, the exact commands each would run, the seed, the trial order, and an
-    estimate of the wall time from the runs already saved under ``out``; refuses first
-    what the real run would refuse on this host (``checked_dir``: where it would write).
-    With ``snapshot_cache``, which data sets the run would take from it."""
-    binaries = dryrun.check(plan, checked_dir or out)
-    cache = dryrun.CacheView(snapshot_cache, binaries) if snapshot_cache else None
-    for line in dryrun.describe(plan, cache):
+def print_dry_run(resolved: run_plan.RunPlan, snapshot_cache: Path | None = None) -> None:
+    """The plan: the cells, the exact commands each would run, the seed, the trial order
+    (of a resumed run: what is left), and an estimate of their wall time from the runs
+    already saved where this one goes. With ``snapshot_cache``, which data sets the run
+    would take from it."""
+    cache = dryrun.CacheView(snapshot_cache, resolved.tools.servers) if snapshot_cache else None
+    for line in dryrun.describe(resolved, cache):
         click.echo(line)
-    for line in estimate.describe(plan, out or Path(plan.scenario.out)):
+    for line in estimate.describe(resolved.plan, resolved.out, resolved.trials):
         click.echo(line)
+    click.echo(dryrun.describe_disk(resolved))
 
 
 @click.command("run")
@@ -393,8 +392,18 @@ def run_command(
         else "--snapshot-cache-max",
     )
     if dry_run:
-        plan, _ = _plan_and_run_dir(scenario_file, resume_dir, retry_failed, seed, shard, overrides)
-        print_dry_run(plan, out, resume_dir, snapshot_cache)
+        resolved = planned(
+            scenario_file,
+            out=out,
+            resume=resume_dir,
+            retry_failed=retry_failed,
+            keep_data=keep_data,
+            seed=seed,
+            shard=shard,
+            overrides=overrides,
+            strict=False,
+        )
+        print_dry_run(resolved, snapshot_cache)
         return
     outcome = run_scenario(
         scenario_file,

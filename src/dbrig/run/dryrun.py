@@ -1,4 +1,6 @@
-"""``dbrig run --dry-run``: each cell's factors and the exact commands it would run."""
+"""``dbrig run --dry-run``: the resolved plan (``plan.py``) as text: each cell's factors and
+the exact commands it would run, then the trial order. It reads the plan and decides
+nothing itself: what it prints is what the run executes."""
 
 from __future__ import annotations
 
@@ -11,25 +13,16 @@ from dbrig import proc
 from dbrig.endpoint import Endpoint
 from dbrig.remote.server import AGENT_MODULE, BENCHMARK_USER, REMOTE_HOME_ROOT, server_address
 from dbrig.run import faults
-from dbrig.run.commands import InterferenceCommand, trial_commands
+from dbrig.run.commands import InterferenceCommand
 from dbrig.run.datasets import data_set_id, prepare_steps, prepared_before_every_trial
-from dbrig.run.preflight import cell_endpoint, check_host, find_binaries
+from dbrig.run.plan import RunPlan, unchecked
+from dbrig.run.plan_cells import cell_endpoint
 from dbrig.run.remote import cell_host, display_run
-from dbrig.run.remote import display_endpoint as remote_endpoint
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary
 from dbrig.server.cache import cached_entry, entry_key
 from dbrig.server.sandbox import my_cnf_lines
 from dbrig.tools.base import WorkloadTool, reconnects_itself
-from dbrig.tools.registry import workload_for
-
-
-def check(plan: Plan, out: Path | None = None) -> dict[str, ServerBinary]:
-    """The host checks of the run, before the dry run prints anything: a dry run that
-    passes is a run that starts (a tool that is not installed at all is only named).
-    Returns the managed servers' binaries found on this machine, by server name."""
-    workload_binary, interference_binaries = find_binaries(plan, strict=False)
-    return check_host(plan, out, workload_binary, interference_binaries, strict=False)
 
 
 @dataclass(frozen=True)
@@ -56,12 +49,15 @@ class CacheView:
         )
 
 
-def describe(plan: Plan, cache: CacheView | None = None) -> Iterator[str]:
-    """The plan's size and seed, each cell's exact commands, then the trial order."""
-    trials = plan.trials
+def describe(resolved: Plan | RunPlan, cache: CacheView | None = None) -> Iterator[str]:
+    """The plan's size and seed, each cell's exact commands, then the trial order (of a
+    resumed run: what is left). A bare ``Plan`` is resolved unchecked (tests of the text)."""
+    if not isinstance(resolved, RunPlan):
+        resolved = unchecked(resolved)
+    plan, trials = resolved.plan, resolved.trials
     yield (
         f"scenario {plan.scenario.name}: {len(plan.cells)} cells x {plan.scenario.repeat} "
-        f"repetitions = {len(trials)} trials, order {plan.scenario.order} (seed {plan.seed}: "
+        f"repetitions = {len(plan.trials)} trials, order {plan.scenario.order} (seed {plan.seed}: "
         f"dbrig run --seed {plan.seed} keeps this order)"
     )
     if plan.shard is not None:
@@ -70,38 +66,60 @@ def describe(plan: Plan, cache: CacheView | None = None) -> Iterator[str]:
             f"{len(plan.shard.all_cells)} (whole cells; the unsharded order without the "
             "other shards' trials)"
         )
-    yield from describe_commands(plan, plan.short_names(), cache)
+    if resolved.resumed:
+        yield (
+            f"resumed: {len(trials)} of {len(plan.trials)} trials left to run (the others "
+            "are saved in the run); only their cells are shown"
+        )
+    yield from describe_commands(resolved, plan.short_names(), cache)
     yield "order: " + " ".join(t.id for t in trials)
 
 
+def describe_disk(resolved: Plan | RunPlan) -> str:
+    """The disk the run needs here, as preflight counted it."""
+    if not isinstance(resolved, RunPlan):
+        resolved = unchecked(resolved)
+    return (
+        f"disk: {_size(resolved.disk_bytes)} on this machine (data sets, their snapshots "
+        "and a working copy, per-interval files)"
+    )
+
+
+def _size(size: int) -> str:
+    if size < 2**20:
+        return "under 1 MiB"
+    return "about " + (f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB")
+
+
 def describe_commands(
-    plan: Plan, short_names: dict[str, str], cache: CacheView | None = None
+    resolved: Plan | RunPlan, short_names: dict[str, str], cache: CacheView | None = None
 ) -> Iterator[str]:
-    """Each cell's factors and the exact commands it would run (built as the run builds them)."""
-    workload_binary, interference_binaries = find_binaries(plan, strict=False)
-    loads = _data_set_loads(plan)
-    for cell in plan.cells:
-        endpoint = cell_endpoint(plan, cell)
-        commands = trial_commands(cell.scenario, endpoint, workload_binary, interference_binaries)
+    """Each cell's factors and the exact commands it would run: the plan's."""
+    if not isinstance(resolved, RunPlan):
+        resolved = unchecked(resolved)
+    plan = resolved.plan
+    loads = _data_set_loads(resolved)
+    pending = {t.cell.id for t in resolved.trials}
+    for cell in (c for c in plan.cells if c.id in pending):
+        planned = resolved.cells[cell.id]
+        commands = planned.commands
         yield f"{cell.id} [{cell.server}] {cell.label(short_names)}"
-        if not commands.workload.needs_server:
+        if not planned.needs_server:
             where = commands.workload.work_root or "beside the run directory"
             yield f"  no server: {commands.workload.title} needs none (works in a folder {where})"
-        yield from _prepare_lines(cell, commands.workload, endpoint, workload_binary, loads)
-        if cache is not None:
+        endpoint, binary = cell_endpoint(plan, cell), resolved.tools.workload
+        yield from _prepare_lines(cell, commands.workload, endpoint, binary, loads)
+        if cache is not None and planned.needs_server:
             yield from _cache_lines(plan, cell, commands.workload, loads, cache)
         if cell_host(cell) is None:
             yield "  run: " + _shown(commands.argv, cell.scenario.server_specs[cell.server])
-        else:  # the tool's name: its path there is found when the run connects
-            binary = Path(commands.workload.info.binaries[0])
-            remote = trial_commands(
-                cell.scenario, remote_endpoint(plan, cell), binary, interference_binaries
-            )
-            yield "  run: " + display_run(plan, cell, proc.redact(remote.argv))
+        else:
+            yield "  run: " + display_run(plan, cell, proc.redact(commands.argv))
         for interference in commands.interference:
             yield f"  {interference.role}: " + _interference_line(plan, interference)
-        yield from _where_lines(plan, cell.server)
-        yield from _server_lines(cell.scenario.server_specs[cell.server])
+        if planned.needs_server:
+            yield from _where_lines(plan, cell.server)
+            yield from _server_lines(cell.scenario.server_specs[cell.server])
         rides_through = reconnects_itself(commands.workload)
         fault_lines = faults.describe(cell.scenario.faults, rides_through)
         yield from (f"  fault {line}" for line in fault_lines)
@@ -109,14 +127,13 @@ def describe_commands(
         if settings.active:
             values = settings.model_dump(exclude_defaults=True).items()
             shown = ", ".join(f"{k}={v}" for k, v in values)
-            yield f"  system: {shown}{_system_where(plan, cell.server)}"
+            yield f"  system: {shown}{_system_where(plan, planned.server)}"
 
 
-def _system_where(plan: Plan, server: str) -> str:
+def _system_where(plan: Plan, server: str | None) -> str:
     """Where a cell's ``system`` settings act, when it is not this machine."""
-    spec = plan.scenario.server_specs.get(server)
-    needs_server = workload_for(plan.scenario.workload).needs_server
-    if needs_server and isinstance(spec, ManagedServer) and spec.host is not None:
+    spec = plan.scenario.server_specs.get(server) if server is not None else None
+    if isinstance(spec, ManagedServer) and spec.host is not None:
         return f" (on hosts.{spec.host}, under its datadir there)"
     return ""
 
@@ -136,7 +153,7 @@ class _Loads:
     times: int  # how often it is loaded in this order
 
 
-def _data_set_loads(plan: Plan) -> dict[tuple[str, str], _Loads]:
+def _data_set_loads(resolved: RunPlan) -> dict[tuple[str, str], _Loads]:
     """How often each (server, data set) is loaded, walking the trials in order.
 
     A managed server snapshots a data set once and restores it; an external one
@@ -145,9 +162,9 @@ def _data_set_loads(plan: Plan) -> dict[tuple[str, str], _Loads]:
     """
     loads: dict[tuple[str, str], _Loads] = {}
     holding: dict[tuple[str, str], str] = {}  # (server, database) -> digest loaded there
-    for trial in plan.trials:
-        workload = workload_for(trial.cell.scenario.workload)
-        _, digest = data_set_id(workload)
+    for trial in resolved.trials:
+        planned = resolved.of(trial)
+        workload, digest = planned.workload, planned.data_set
         key, place = (trial.cell.server, digest), (trial.cell.server, workload.database)
         external = isinstance(trial.cell.scenario.server_specs[trial.cell.server], ExternalServer)
         if key in loads and (not external or holding.get(place) == digest):

@@ -12,13 +12,13 @@ said so.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from dbrig.scenario import ManagedServer, Plan
+from dbrig.scenario import ManagedServer, Plan, Trial
 from dbrig.tools.registry import workload_for
 
 SETUP_COLUMNS = ("time_restore_s", "time_server_start_s", "time_server_stop_s", "time_reset_s")
@@ -76,24 +76,27 @@ class Estimate:
     lines: tuple[str, ...]  # how it was reached, one line each
 
 
-def estimate(plan: Plan, history: History) -> Estimate:
-    """The run's wall time: every trial's load time plus managed set-up from ``history``."""
-    warmup = plan.scenario.warmup
+def estimate(plan: Plan, history: History, trials: Sequence[Trial] | None = None) -> Estimate:
+    """The wall time of ``trials`` (default: all): every trial's load time plus, for a
+    cell whose workload runs against a managed server, its set-up from ``history``."""
+    trials = plan.trials if trials is None else trials
     load_s = 0.0
     unknown = 0
     managed = 0
-    for trial in plan.trials:
+    for trial in trials:
         cell = trial.cell
-        expected = workload_for(cell.scenario.workload).expected_seconds(warmup)
+        workload = workload_for(cell.scenario.workload)
+        expected = workload.expected_seconds(cell.scenario.warmup)
         if expected is None:
             expected = history.workload_s
         if expected is None:
             unknown += 1
         else:
             load_s += expected
-        if isinstance(cell.scenario.server_specs[cell.server], ManagedServer):
+        spec = cell.scenario.server_specs[cell.server]
+        if workload.needs_server and isinstance(spec, ManagedServer):
             managed += 1
-    lines = [f"{len(plan.trials)} trials: {_duration(load_s)} of load (warm-up + measured)"]
+    lines = [f"{len(trials)} trials: {_duration(load_s)} of load (warm-up + measured)"]
     setup_s = 0.0
     if managed and history.setup_s is not None:
         setup_s = managed * history.setup_s
@@ -130,9 +133,9 @@ def _duration(seconds: float) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
-def describe(plan: Plan, out: Path) -> list[str]:
-    """The dry run's estimate lines."""
-    found = estimate(plan, read_history(out, plan.scenario.name))
+def describe(plan: Plan, out: Path, trials: Sequence[Trial] | None = None) -> list[str]:
+    """The dry run's estimate lines, for ``trials`` (a resumed run's: what is left)."""
+    found = estimate(plan, read_history(out, plan.scenario.name), trials)
     return [
         f"estimated wall time: at least {_duration(found.total_s)}",
         *(f"  {line}" for line in found.lines),

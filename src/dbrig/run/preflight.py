@@ -12,18 +12,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dbrig import proc
-from dbrig.endpoint import Endpoint, is_loopback
+from dbrig.endpoint import is_loopback
 from dbrig.errors import ConfigError, ToolMissing
 from dbrig.host import probe
 from dbrig.host import settings as host_settings
-from dbrig.remote.server import BENCHMARK_USER
 from dbrig.run.commands import binary_key, trial_commands
+from dbrig.run.plan_cells import cell_data_parent, cell_endpoint, cell_needs_server
 from dbrig.run.remote import (
     ClientTool,
     check_client_hosts,
     check_interference_hosts,
     check_server_hosts,
     remote_servers,
+    server_key,
 )
 from dbrig.run.workdir import check_work_parent
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
@@ -72,17 +73,22 @@ class Toolbox:
         return bool(self.remote_workload) or any("@" in k for k in self.interference)
 
 
-def preflight(plan: Plan, out: Path | None = None) -> Toolbox:
-    """Find every binary and check every cell against this host; raises before anything runs."""
-    workload, interference = find_binaries(plan, strict=True)
-    servers = check_host(plan, out, workload, interference, strict=True)
+def preflight(plan: Plan, out: Path | None = None, *, strict: bool = True) -> Toolbox:
+    """Find every binary and check every cell against this host and the other hosts it
+    uses; raises before anything runs. ``strict=False`` is the dry run's: the same checks,
+    but a tool or server binary not installed here at all is named, not refused, and no
+    version is asked."""
+    workload, interference = find_binaries(plan, strict=strict)
+    servers = check_host(plan, out, workload, interference, strict=strict)
     remote = check_client_hosts(plan)
     elsewhere = check_interference_hosts(plan)
-    versions = {k: probe.tool_version(p) for k, p in interference.items() if k not in elsewhere}
-    versions.update({k: tool.version for k, tool in elsewhere.items()})
+    versions: dict[str, str | None] = {}
+    if strict:
+        versions = {k: probe.tool_version(p) for k, p in interference.items() if k not in elsewhere}
+        versions.update({k: tool.version for k, tool in elsewhere.items()})
     return Toolbox(
         workload=workload,
-        workload_version=probe.tool_version(workload),
+        workload_version=probe.tool_version(workload) if strict else None,
         interference={**interference, **{k: Path(t.path) for k, t in elsewhere.items()}},
         interference_versions=versions,
         servers=servers,
@@ -115,12 +121,12 @@ def check_host(
     except ConfigError as exc:  # the drivers know the key, not the file
         raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
     servers: dict[str, ServerBinary] = {}
-    needs_server = workload_for(plan.scenario.workload).needs_server
-    if not needs_server:
+    needs_server = any(cell_needs_server(c) for c in plan.cells)
+    if not all(cell_needs_server(c) for c in plan.cells):
         _check_work_directories(plan, out or Path(plan.scenario.out))
     remote = remote_servers(plan) if needs_server else {}
     _check_workspace(plan, remote)
-    for name in sorted({c.server for c in plan.cells} if needs_server else ()):
+    for name in sorted({c.server for c in plan.cells if cell_needs_server(c)}):
         spec = plan.scenario.server_specs[name]
         if name in remote:
             continue  # its host's binaries: check_server_hosts, below
@@ -129,7 +135,7 @@ def check_host(
             if binary is not None:
                 servers[name] = binary
         else:
-            _check_reachable(plan, name, spec)
+            _check_reachable(plan, name, spec, [c for c in plan.cells if c.server == name])
     _check_system(plan, out or Path(plan.scenario.out))
     _check_disk(plan, out or Path(plan.scenario.out))
     _check_series_disk(plan, out or Path(plan.scenario.out))
@@ -199,17 +205,13 @@ def _binary(info: ToolInfo, strict: bool) -> Path:
         return Path(info.binaries[0])
 
 
-def cell_endpoint(plan: Plan, cell: Cell) -> Endpoint:
-    """Where a cell's workload would connect, with placeholders for what is not known yet."""
-    workload = workload_for(cell.scenario.workload)
-    return display_endpoint(plan.scenario.server_specs[cell.server], workload.database)
-
-
-def _check_reachable(plan: Plan, name: str, spec: ExternalServer) -> None:
-    """An external server that does not answer (or refuses the password) stops the run here."""
+def _check_reachable(plan: Plan, name: str, spec: ExternalServer, cells: list[Cell]) -> None:
+    """An external server that does not answer (or refuses the password), or a password
+    its cells' tools cannot be given, stops the run here."""
     try:
         connection = ExternalConnection(name, spec)
         try:
+            _check_password_fits(plan, name, spec, connection, cells)
             connection.check_reachable()
         finally:
             connection.close()
@@ -217,11 +219,28 @@ def _check_reachable(plan: Plan, name: str, spec: ExternalServer) -> None:
         raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
 
 
+def _check_password_fits(
+    plan: Plan, name: str, spec: ExternalServer, connection: ExternalConnection, cells: list[Cell]
+) -> None:
+    """Each cell's tool writes the password into its option file as the run will: one it
+    cannot hold (sysbench: both ' and ") is refused under the key it came from."""
+    source = "password_env" if spec.password_env else "defaults_file"
+    for cell in cells:
+        try:
+            workload_for(cell.scenario.workload).client_options(connection.options_for_tool())
+        except ConfigError as exc:
+            raise ConfigError(
+                f"{server_key(plan, name, source)}: {exc.message}", hint=exc.hint
+            ) from None
+
+
 def _check_work_directories(plan: Plan, out: Path) -> None:
     """A workload with no server writes into its work directory: writable, with room."""
     needed: dict[Path, dict[tuple, int]] = {}  # parent -> data set key -> bytes
     size_keys: dict[Path, str] = {}  # parent -> the key setting what its data sets take
     for cell in plan.cells:
+        if cell_needs_server(cell):
+            continue
         workload = workload_for(cell.scenario.workload)
         key = f"workload.{workload.key}.directory" if workload.work_root else "out"
         # The run directory is made inside ``out``; the work folder goes beside it.
@@ -244,14 +263,17 @@ def _check_system(plan: Plan, out: Path) -> None:
     """The settings of the cells whose data is on this machine (a managed server on
     another host has its own checked there: ``check_server_hosts``)."""
     _check_external_system(plan)
-    workload = workload_for(plan.scenario.workload)
-    remote = remote_servers(plan) if workload.needs_server else {}
-    wanted = [c.scenario.system for c in plan.cells if c.server not in remote]
-    if not workload.needs_server and workload.work_root:
-        out = Path(workload.work_root)
-    if any(s.active for s in wanted):
+    remote = remote_servers(plan)
+    wanted: dict[Path, list[host_settings.SystemSettings]] = {}  # data folder -> settings
+    for cell in plan.cells:
+        if cell_needs_server(cell) and cell.server in remote:
+            continue
+        wanted.setdefault(cell_data_parent(cell, out), []).append(cell.scenario.system)
+    for where, settings in wanted.items():
+        if not any(s.active for s in settings):
+            continue
         try:
-            host_settings.check(wanted, datadir_device(out))
+            host_settings.check(settings, datadir_device(where))
         except ConfigError as exc:
             raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
 
@@ -375,26 +397,3 @@ def datadir_device(where: Path) -> host_settings.BlockDevice | None:
     Read-only: ``where`` may not exist yet, and preflight must create nothing.
     """
     return host_settings.device_under(where)
-
-
-def display_endpoint(spec: ManagedServer | ExternalServer, database: str) -> Endpoint:
-    """Where a cell's tool would connect, for checks and --dry-run (no secrets, no sockets)."""
-    if isinstance(spec, ExternalServer):
-        secret = spec.password_env or spec.defaults_file
-        return Endpoint(
-            user=spec.user,
-            database=database,
-            socket=spec.socket,
-            host=None if spec.socket else spec.host,
-            port=None if spec.socket else spec.port,
-            client_options_file=Path("<0600 option file>") if secret else None,
-        )
-    if spec.host is not None:  # the address and port are known when the run starts it
-        return Endpoint(
-            user=BENCHMARK_USER,
-            database=database,
-            host=f"<hosts.{spec.host} address>",
-            port=spec.port or 0,
-            client_options_file=Path("<0600 option file>"),
-        )
-    return Endpoint(user="root", database=database, socket="<sandbox>/mysqld.sock")

@@ -34,7 +34,8 @@ from dbrig.remote.server import RemoteServerHandle, agent_target
 from dbrig.remote.ssh import SshHost
 from dbrig.run.commands import DEFAULT_EVENTS_TIMEOUT_S
 from dbrig.run.datasets import NO_SERVER, AnyHandle
-from dbrig.run.preflight import Toolbox, datadir_device
+from dbrig.run.plan import RunPlan
+from dbrig.run.preflight import datadir_device
 from dbrig.run.progress import LiveLine, Progress
 from dbrig.run.remote import RemoteClients
 from dbrig.run.trial import Follow, TrialContext, TrialExecutor, TrialRecord
@@ -42,7 +43,6 @@ from dbrig.run.workdir import WorkDirHandle, remove_abandoned
 from dbrig.scenario import ExternalServer, ManagedServer, Plan, Trial
 from dbrig.server.cache import SnapshotCache
 from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle
-from dbrig.tools.registry import workload_for
 from dbrig.util import files as util_files
 
 log = logging.getLogger(__name__)
@@ -59,11 +59,12 @@ class RunSummary:
 
 
 class Runner:
+    """Executes a resolved plan (``plan.py``): it decides nothing from the scenario again."""
+
     def __init__(
         self,
-        plan: Plan,
+        resolved: RunPlan,
         run: store.RunDir,
-        tools: Toolbox,
         *,
         keep_data: bool = False,
         emit: Callable[[str], None] = print,
@@ -72,10 +73,11 @@ class Runner:
         events_timeout_s: float = DEFAULT_EVENTS_TIMEOUT_S,
         live_line: Callable[[], LiveLine] | None = None,
     ) -> None:
-        self.plan = plan
+        self.resolved = resolved
+        self.plan = plan = resolved.plan
         self.live_line = live_line  # a terminal's live line; None: plain lines through emit
         self.run = run
-        self.tools = tools
+        self.tools = tools = resolved.tools
         self.keep_data = keep_data
         self.snapshot_cache = snapshot_cache
         self.data_root = data_root  # a clone workspace's servers/ folder, if any
@@ -84,7 +86,7 @@ class Runner:
         self._servers_saved = set(run.saved().servers)
         self.results: store.ResultsLog | None = None
         self.short_names = plan.short_names()
-        device = datadir_device(data_location(plan, run.path))
+        device = datadir_device(resolved.data_location(run.path))
         # A clone workspace's datadirs are on its loop device: the disk sampler watches
         # that one (the loop's I/O is also the backing disk's: both would count it twice).
         sampled = datadir_device(data_root) if data_root is not None else device
@@ -104,11 +106,16 @@ class Runner:
             else None,
         )
 
+    def _server_of(self, trial: Trial) -> AnyHandle:
+        """The handle the plan chose for the trial's cell: its server, or a work folder."""
+        name = self.resolved.of(trial).server
+        if name is not None:
+            return self._server(name)
+        if NO_SERVER not in self.servers:
+            self.servers[NO_SERVER] = WorkDirHandle(NO_SERVER, self.run.path.parent)
+        return self.servers[NO_SERVER]
+
     def _server(self, name: str) -> AnyHandle:
-        if not workload_for(self.plan.scenario.workload).needs_server:
-            if NO_SERVER not in self.servers:
-                self.servers[NO_SERVER] = WorkDirHandle(NO_SERVER, self.run.path.parent)
-            return self.servers[NO_SERVER]
         if name not in self.servers:
             spec = self.plan.scenario.server_specs[name]
             home = self.run.path / "servers" / name
@@ -175,7 +182,7 @@ class Runner:
         say: Callable[[str], None] = lambda line: None,
     ) -> TrialRecord:
         with self.run.writing_trial(trial.id) as folder:
-            server = self._server(trial.cell.server)
+            server = self._server_of(trial)
             record = TrialExecutor(self.context, server, trial, folder, follow, say).execute()
             result = record.to_result(self.short_names)
             self.run.write_trial(folder, result)
@@ -209,9 +216,10 @@ class Runner:
         """Stop and clean up everything, each step whatever happens to the others: a second
         Ctrl-C during a slow server shutdown must not skip the rest."""
         keep = self.keep_data or ended != "complete"
-        if ended == "complete" and workload_for(self.plan.scenario.workload).needs_server:
+        if ended == "complete":
             # A resumed run may not have touched every managed server: clean them all up.
-            for name, spec in self.plan.scenario.server_specs.items():
+            for name in self.resolved.servers:
+                spec = self.plan.scenario.server_specs[name]
                 if isinstance(spec, ManagedServer) and name in self.tools.servers:
                     self._server(name)
         steps = [
@@ -241,47 +249,39 @@ class Runner:
             raise pending_interrupt
 
 
-def start_run(plan: Plan, out: Path | None, tools: Toolbox, now: dt.datetime) -> store.RunDir:
-    """Create the run directory and its run.json before the first trial."""
-    root = out or Path(plan.scenario.out)
-    remove_abandoned(root)  # work folders of killed runs, whatever this run's workload
-    run = store.RunDir.create(root, plan.scenario.name, now)
+def start_run(resolved: RunPlan, now: dt.datetime) -> store.RunDir:
+    """Create the run directory and its run.json before the first trial (the plan built
+    and every check passed: nothing is refused after this)."""
+    plan = resolved.plan
+    remove_abandoned(resolved.out)  # work folders of killed runs, whatever this run's workload
+    run = store.RunDir.create(resolved.out, plan.scenario.name, now)
     (run.path / "scenario.yaml").write_text(yaml.safe_dump(plan.raw, sort_keys=False))
-    saved = saved_run(plan, tools, run.path, now)
-    inputs = keep_inputs(plan, run.path)
+    saved = saved_run(resolved, run.path, now)
+    inputs = keep_inputs(resolved, run.path)
     if inputs:
         saved = saved.replace(environment={**saved.environment, "inputs": inputs})
     run.write_saved(saved)
     return run
 
 
-def keep_inputs(plan: Plan, run_path: Path) -> dict[str, dict[str, str]]:
+def keep_inputs(resolved: RunPlan, run_path: Path) -> dict[str, dict[str, str]]:
     """Copy the files the workload reads (a Lua script) into ``inputs/`` of the run; for
     run.json, each copy's source path and sha256, by its name in the run directory."""
     kept: dict[str, dict[str, str]] = {}
-    for cell in plan.cells:
-        for source in workload_for(cell.scenario.workload).inputs().values():
-            data = source.read_bytes()
-            digest = hashlib.sha256(data).hexdigest()
-            name = f"{digest[:12]}-{source.name}"
-            if name not in kept:
-                (run_path / "inputs").mkdir(exist_ok=True)
-                util_files.write_bytes_atomic(run_path / "inputs" / name, data)
-                kept[name] = {"source": str(source), "sha256": digest}
+    for source in resolved.inputs():
+        data = source.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        name = f"{digest[:12]}-{source.name}"
+        if name not in kept:
+            (run_path / "inputs").mkdir(exist_ok=True)
+            util_files.write_bytes_atomic(run_path / "inputs" / name, data)
+            kept[name] = {"source": str(source), "sha256": digest}
     return kept
 
 
-def data_location(plan: Plan, run_path: Path) -> Path:
-    """Where the data lives: the datadirs (in the run directory) or, for a workload that
-    needs no server, its work directory (fileio's ``directory``, else beside the run)."""
-    workload = workload_for(plan.scenario.workload)
-    if workload.needs_server:
-        return run_path
-    return Path(workload.work_root) if workload.work_root else run_path.parent
-
-
-def saved_run(plan: Plan, tools: Toolbox, path: Path, now: dt.datetime) -> store.SavedRun:
+def saved_run(resolved: RunPlan, path: Path, now: dt.datetime) -> store.SavedRun:
     """run.json of a run about to start: the plan, the order and the environment."""
+    plan, tools = resolved.plan, resolved.tools
     return store.SavedRun(
         status="running",
         created_at=now.isoformat(),
@@ -295,7 +295,7 @@ def saved_run(plan: Plan, tools: Toolbox, path: Path, now: dt.datetime) -> store
         cells=tuple(store.CellPlan(c.id, c.server, c.factor_dict) for c in plan.cells),
         trials=tuple(t.id for t in plan.trials),
         environment={
-            **_no_server_note(plan),
+            **resolved.server_notes(),
             "host": probe.host(),
             "storage": probe.storage(path),
             "tools": tools.versions(),
@@ -321,10 +321,3 @@ def pending_trials(plan: Plan, run: store.RunDir, *, retry_failed: bool) -> list
         if result is None or (retry_failed and not result.ok):
             pending.append(by_id[trial_id])
     return pending
-
-
-def _no_server_note(plan: Plan) -> dict[str, str]:
-    workload = workload_for(plan.scenario.workload)
-    if workload.needs_server:
-        return {}
-    return {"server": f"no server: {workload.title} needs none"}

@@ -50,18 +50,43 @@ class Workspace:
         return self.mount / "servers"
 
 
-def check_can_make(size_bytes: int) -> None:
-    """Refuse, before anything runs, what cannot make a workspace (exit 2)."""
+def check_can_make(
+    size_bytes: int,
+    *,
+    key: str = KEY,
+    written: str | None = None,
+    parent: Path | None = None,
+    filled: bool = False,
+) -> None:
+    """Refuse, before anything runs, what cannot make a workspace (exit 2): ``key`` is the
+    scenario key the size came from, ``written`` the size as written there, ``parent`` the
+    folder the run directory (and so the image) goes in. An image that a ``disk_full``
+    fault fills (``filled``) needs that much free space; any other must fit the disk."""
+    shown = written or f"{size_bytes} bytes"
     if os.geteuid() != 0:
         raise ConfigError(
-            f"{KEY}: a clone workspace needs root (it makes and loop-mounts an XFS filesystem)",
+            f"{key}: a clone workspace needs root (it makes and loop-mounts an XFS filesystem)",
             hint="run dbrig as root, or remove 'workspace' from the scenario",
         )
     if size_bytes < MIN_IMAGE_BYTES:
-        raise ConfigError(f"{KEY}: at least 512M, got {size_bytes} bytes")
+        raise ConfigError(f"{key}: at least 512M, got {shown}")
     for tool, package in (("mkfs.xfs", "xfsprogs"), ("mount", "mount"), ("umount", "mount")):
         if shutil.which(tool) is None:
-            raise ConfigError(f"{KEY}: {tool} is not installed (Debian package {package})")
+            raise ConfigError(f"{key}: {tool} is not installed (Debian package {package})")
+    if parent is not None:
+        _check_room(size_bytes, key, shown, parent, filled)
+
+
+def _check_room(size_bytes: int, key: str, shown: str, parent: Path, filled: bool) -> None:
+    where = next(p for p in (parent.resolve(), *parent.resolve().parents) if p.exists())
+    usage = shutil.disk_usage(where)
+    room, what = (usage.free, "free") if filled else (usage.total, "in all")
+    if size_bytes > room:
+        raise ConfigError(
+            f"{key}: {shown} is more than the {room / 2**30:.1f} GiB {what} on the disk "
+            f"under {where}, where the image would be made",
+            hint="give a smaller size, or --out on a bigger disk",
+        )
 
 
 @contextlib.contextmanager
@@ -91,8 +116,11 @@ def make(run_path: Path, size_bytes: int) -> Workspace:
     write_json_atomic(record, {"pid": os.getpid(), "mount": str(mount), "image": str(image)})
     try:
         mount.mkdir()
-        with open(image, "wb") as handle:
-            handle.truncate(size_bytes)
+        try:
+            with open(image, "wb") as handle:
+                handle.truncate(size_bytes)
+        except OSError as exc:  # a size the filesystem cannot hold: checked before, mostly
+            raise ServerError(f"{KEY}: making {image} failed: {exc.strerror}") from None
         _run(["mkfs.xfs", "-q", "-m", "reflink=1", str(image)], "making the XFS filesystem")
         _run(["mount", "-o", "loop", str(image), str(mount)], "loop-mounting it")
         mark_owned(made.data_root, role="workspace")
