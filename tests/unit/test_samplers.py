@@ -105,8 +105,8 @@ class RecordingSampler:
         self.log.append(f"stop {self.key}")
 
 
-def _facts(handle: Any, *, enabled: bool = True, faults: bool = False) -> TrialFacts:
-    return samplers.trial_facts(handle, Sampling(enabled=enabled), faults)
+def _facts(handle: Any, *, enabled: bool = True) -> TrialFacts:
+    return samplers.trial_facts(handle, Sampling(enabled=enabled))
 
 
 def _keys(handle: Any, **kwargs: Any) -> list[str]:
@@ -140,7 +140,7 @@ def test_a_remote_managed_server_has_its_host_sampled_there_and_the_client_here(
 
 def test_a_local_managed_server_with_a_fault_gets_the_same_samplers() -> None:
     handle = FakeHandle(ManagedServerHandle)
-    assert _keys(handle, faults=True) == ["host", "processes", "status"]
+    assert _keys(handle) == ["host", "processes", "status"]  # the query reconnects: below
     assert samplers.processes_here(handle, _Workload(), [])
     host = sampler_entry("host").build(_inputs(Path("/t"), frozenset({"host", "processes"})))
     assert host.cell_dir == Path("/t")

@@ -51,13 +51,12 @@ class SampledTrial:
     processes_here: bool
 
 
-def trial_facts(server: Handle, sampling_block: Sampling, faults: bool) -> TrialFacts:
+def trial_facts(server: Handle, sampling_block: Sampling) -> TrialFacts:
     caps = server.capabilities
     return TrialFacts(
         enabled=sampling_block.enabled,
         server_status=caps.status,
         server_samples_its_host=caps.samples_its_host,
-        server_may_vanish=faults,
     )
 
 
@@ -109,7 +108,7 @@ def sampled(
     """The trial's samplers running for the block (yielded: the trial polls their
     ``error``); after it, their files collected and summarised into ``metrics``.
     ``entries``: the registry (a test's own)."""
-    chosen = select(trial_facts(trial.server, trial.sampling, trial.faults), entries)
+    chosen = select(trial_facts(trial.server, trial.sampling), entries)
     if not chosen:
         yield []
         return
@@ -132,16 +131,16 @@ def sampled(
         status=fetch,
         server_host=trial.server.host_sampler,
     )
-    built = [(entry, s) for entry in chosen if (s := entry.build(inputs)) is not None]
-    samplers = [sampler for _, sampler in built]
+    built: list[tuple[SamplerEntry, Any]] = []
     children: list[proc.Child] = []
     try:
+        built = [(entry, s) for entry in chosen if (s := entry.build(inputs)) is not None]
         children = _start_processes(chosen, inputs)
-        for sampler in samplers:  # one may fail to start (the agent): stop those that did
+        for _, sampler in built:  # one may fail to start (the agent): stop those that did
             sampler.start()
-        yield samplers
+        yield [sampler for _, sampler in built]
     finally:
-        for sampler in samplers:
+        for _, sampler in built:
             sampler.stop()
         for child in children:
             child.stop(grace_s=PROCESS_STOP_GRACE_S)

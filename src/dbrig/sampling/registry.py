@@ -60,7 +60,6 @@ class TrialFacts:
     enabled: bool  # sampling.enabled
     server_status: bool  # SHOW GLOBAL STATUS can be read (the handle's ``status``)
     server_samples_its_host: bool  # the handle's ``samples_its_host`` (the agent)
-    server_may_vanish: bool  # a fault may take the server away: the status query reconnects
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,8 @@ class SamplerInputs:
     devices: list[str] | None  # this machine's block devices to record (None: every disk)
     server_devices: list[str] | None  # the scenario's sampling.devices, for the server's host
     processes: Callable[[], Mapping[str, list[int]]]  # role -> pids, asked at every sample
-    status: Callable[[], Mapping[str, Any]] | None  # SHOW GLOBAL STATUS, name -> value
+    # SHOW GLOBAL STATUS, name -> value (reconnecting when a fault may take the server away)
+    status: Callable[[], Mapping[str, Any]] | None
     server_host: Callable[[SampleTiming, list[str] | None], Any] | None  # the handle's
 
 
