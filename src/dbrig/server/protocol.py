@@ -9,16 +9,16 @@ RemoteServerHandle``), or the work folder of a workload that needs no server
 reads what the handle declares. A new kind of handle fills in :class:`Capabilities`
 and the members of :class:`Handle`; nothing in ``run/`` changes.
 
-================  ======  ==========  ===========  ===========
-capability        local   external    remote       no server
-================  ======  ==========  ===========  ===========
-data_sets         snap.   database    snapshots    folder
-client_route      fwd     direct      direct       none
-faults            yes     no          no           no
-status            yes     yes         yes          no
-followed_here     yes     no          no           yes
-samples_its_host  no      no          yes          no
-================  ======  ==========  ===========  ===========
+================  ==========  ===========  ==========  ==========
+capability        managed     external     remote      no server
+================  ==========  ===========  ==========  ==========
+data_sets         snapshots   in database  snapshots   folder
+client_route      forwarded   direct       direct      none
+faults            yes         no           no          no
+status            yes         yes          yes         no
+followed_here     yes         no           no          yes
+samples_its_host  no          no           yes         no
+================  ==========  ===========  ==========  ==========
 """
 
 from __future__ import annotations
