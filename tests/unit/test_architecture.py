@@ -315,3 +315,59 @@ def test_the_tool_seam_is_read_without_getattr() -> None:
     )
     stale = SEAM_GETATTR_ALLOWLIST - set(found)
     assert not stale, f"fixed: remove from SEAM_GETATTR_ALLOWLIST: {sorted(stale)}"
+
+
+def _names(node: ast.AST) -> list[str]:
+    """The class names an isinstance's second argument names: ``A``, ``m.A``, ``A | B``,
+    ``(A, B)``."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return [node.attr]
+    if isinstance(node, ast.BinOp):
+        return _names(node.left) + _names(node.right)
+    if isinstance(node, ast.Tuple):
+        return [name for element in node.elts for name in _names(element)]
+    return []
+
+
+def _handle_type_checks(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, class) for every isinstance whose second argument names a ``*Handle`` class."""
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "isinstance"
+            and len(node.args) == 2
+        ):
+            found += [(node.lineno, n) for n in _names(node.args[1]) if n.endswith("Handle")]
+    return found
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_isinstance_on_server_handles(path: Path) -> None:
+    """A server handle declares what it can do (server/protocol.py: ``capabilities`` and
+    the ``Handle`` members); the run side reads that, never the handle's class."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    wrong = [
+        f"{path.relative_to(SRC)}:{n}: isinstance(..., {name}): read the handle's capabilities"
+        for n, name in _handle_type_checks(tree)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_handle_check_catches_each_spelling() -> None:
+    source = (
+        "isinstance(s, WorkDirHandle)\n"
+        "isinstance(s, ExternalServerHandle | RemoteServerHandle)\n"
+        "isinstance(s, (handles.ManagedServerHandle, int))\n"
+        "isinstance(h, logging.StreamHandler)\n"
+    )
+    found = _handle_type_checks(ast.parse(source))
+    assert found == [
+        (1, "WorkDirHandle"),
+        (2, "ExternalServerHandle"),
+        (2, "RemoteServerHandle"),
+        (3, "ManagedServerHandle"),
+    ]

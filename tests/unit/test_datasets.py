@@ -1,9 +1,10 @@
 """Data sets: when the run prepares, snapshots, restores and re-prepares, without a server.
 
-The handles are fakes that subclass the real ones (``datasets.py`` dispatches with
-``isinstance``) with an ``__init__`` that starts nothing; they record every call in
-order. ``run_prepare`` is replaced by a recorder, except in the tests of
-``run_prepare`` itself, which run a real short process.
+The handles are fakes that subclass the real ones (so they declare the real ones'
+capabilities, which ``datasets.py`` reads) with an ``__init__`` that starts
+nothing; they record every call in order. ``run_prepare`` is replaced by a
+recorder, except in the tests of ``run_prepare`` itself, which run a real short
+process.
 """
 
 from __future__ import annotations

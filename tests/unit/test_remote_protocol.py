@@ -23,7 +23,7 @@ from dbrig.remote.server import (
     located,
 )
 from dbrig.remote.ssh import SshHost, SshTarget
-from dbrig.run.remote import _to_remote_server
+from dbrig.run.remote import _direct
 from dbrig.sampling import summarize_cell
 from dbrig.scenario import ManagedServer
 from dbrig.scenario.load import plan_from_dict
@@ -231,8 +231,8 @@ def test_a_remote_client_reaches_a_remote_server_on_its_own_host_by_loopback(
     )
     handle.port = 3307  # what the agent's open would answer
     try:
-        beside = _to_remote_server(db1, handle, workload)
-        third = _to_remote_server(load1, handle, workload)
+        beside = _direct(db1, handle, workload)
+        third = _direct(load1, handle, workload)
         assert (beside.endpoint.host, beside.endpoint.port) == ("127.0.0.1", 3307)
         assert (third.endpoint.host, third.endpoint.port) == ("10.0.0.5", 3307)
         for run in (beside, third):

@@ -18,8 +18,9 @@ import io
 from collections.abc import Mapping
 from pathlib import Path
 
+from dbrig.sampling.registry import CLIENT_FOLDER
+
 HOST_FILES = ("cpu.csv", "disk.csv", "memory.csv")
-CLIENT_FOLDER = "client"
 CLIENT_SAMPLER = "client-host"
 
 

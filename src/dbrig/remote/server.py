@@ -36,13 +36,15 @@ import dbrig
 from dbrig import proc
 from dbrig.endpoint import Credentials, Endpoint, is_loopback
 from dbrig.errors import DbrigError, ServerError
-from dbrig.host.settings import SystemSettings
+from dbrig.host.settings import SystemSettings, SystemState
 from dbrig.remote import protocol
+from dbrig.remote.samples import merge_remote_samples
 from dbrig.remote.ssh import SshError, SshHost, SshTarget, remote_command, resolved_hostname
 from dbrig.sampling import SampleTiming
 from dbrig.scenario import ExternalServer, ManagedServer
 from dbrig.scenario.model import HostSpec
 from dbrig.server.external import write_secret
+from dbrig.server.protocol import Capabilities, ClientRoute, DataSets
 
 AGENT_MODULE = "dbrig.remote.agent"
 BENCHMARK_USER = "dbrig"
@@ -177,7 +179,8 @@ class AgentConnection:
 
 
 class RemoteSampling:
-    """The agent's host sampler for one trial; looks like a sampler to the trial."""
+    """The agent's host sampler for one trial: the registry's ``server-host`` sampler
+    (:mod:`dbrig.sampling.registry`); ``collect`` merges its files into the trial's."""
 
     def __init__(self, server: RemoteServerHandle, timing: SampleTiming, devices: list[str] | None):
         self.server = server
@@ -206,13 +209,27 @@ class RemoteSampling:
         self.files = dict(answer["files"])
         self.error = self.error or answer["error"]
 
+    def collect(self, folder: Path) -> None:
+        """The agent's files beside the client host's (remote/samples.py)."""
+        merge_remote_samples(folder, self.files)
+
 
 class RemoteServerHandle:
     """A managed server on another host, through its agent (see the module docstring)."""
 
+    capabilities = Capabilities(
+        data_sets=DataSets.SNAPSHOTS,
+        client_route=ClientRoute.DIRECT,  # the benchmark account over TCP
+        faults=False,
+        status=True,
+        followed_here=False,  # cpu.csv is its host's
+        samples_its_host=True,  # by its agent
+    )
     # The server's processes are on another host: the local process sampler cannot follow
     # them (the agent's sampler does).
     pid = None
+    port: int | None = None  # the agent's open answers it
+    work_folder: Path | None = None
 
     def __init__(
         self,
@@ -336,10 +353,21 @@ class RemoteServerHandle:
         assert isinstance(spec, ManagedServer)
         return dict(self.call("effective", spec=spec.model_dump(mode="json")))
 
-    def apply_system(self, settings: SystemSettings) -> dict[str, Any]:
+    @property
+    def sampled_host(self) -> str | None:
+        """Its host, whose cores its agent samples (None: a local agent, on this machine)."""
+        return self.host.target.name if self.host is not None else None
+
+    def address_from(self, host: str) -> str:
+        """127.0.0.1 on the server's own host, else its address."""
+        return "127.0.0.1" if host == self.sampled_host else self.address
+
+    def apply_system(
+        self, settings: SystemSettings, here: SystemState | None = None
+    ) -> dict[str, Any]:
         """The cell's ``system`` settings on the server's host (the agent remembers the
         original values and puts them back when it closes or loses dbrig); the values
-        read back there, for the trial record."""
+        read back there, for the trial record. ``here`` (this machine's) is not used."""
         answer = self.call("system_apply", WORK_TIMEOUT_S, settings=settings.model_dump())
         return dict(answer)
 
@@ -370,7 +398,9 @@ class RemoteServerHandle:
             autocommit=True,
         )
 
-    def endpoint(self, database: str, options_text: str | None, filename: str) -> Endpoint:
+    def endpoint(
+        self, database: str, options_text: str | None = None, filename: str = "client.cnf"
+    ) -> Endpoint:
         """Where clients connect over TCP; the password goes to a 0600 option file."""
         options = None
         if options_text:
@@ -392,7 +422,7 @@ class RemoteServerHandle:
             socket=None,
         )
 
-    def sampling(self, timing: SampleTiming, devices: list[str] | None) -> RemoteSampling:
+    def host_sampler(self, timing: SampleTiming, devices: list[str] | None) -> RemoteSampling:
         """The agent's sampler of the server's host, for one trial."""
         return RemoteSampling(self, timing, devices)
 

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from dbrig import proc
 from dbrig.endpoint import Endpoint
@@ -23,11 +24,13 @@ from dbrig.errors import ToolError
 from dbrig.remote.server import RemoteServerHandle
 from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import ExternalServer, ManagedServer
-from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle, ServerHandle
+from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle
+from dbrig.server.protocol import DataSets, Handle
 from dbrig.tools.base import WorkloadTool
 
-AnyHandle = ServerHandle | WorkDirHandle | RemoteServerHandle
-ManagedHandle = ManagedServerHandle | RemoteServerHandle  # restored from snapshots
+AnyHandle = Handle  # what the runner holds per server: see server/protocol.py
+# The faces data sets use, by ``capabilities.data_sets`` (a type annotation, never a check).
+ManagedHandle = ManagedServerHandle | RemoteServerHandle  # SNAPSHOTS
 
 PREPARE_TIMEOUT_S = 3600
 NO_SERVER = "none"  # the handle's name when the workload needs no server
@@ -41,10 +44,11 @@ def data_set_id(workload: WorkloadTool) -> tuple[tuple, str]:
 
 def client_endpoint(server: AnyHandle, workload: WorkloadTool) -> Endpoint:
     """Where ``workload`` connects, its password (if any) in its own 0600 option file."""
-    if isinstance(server, ExternalServerHandle | RemoteServerHandle):
-        options = workload.client_options(server.credentials())
-        return server.endpoint(workload.database, options, f"{workload.info.name}.cnf")
-    return server.endpoint(workload.database)
+    credentials = server.credentials()
+    if credentials is None:
+        return server.endpoint(workload.database)
+    options = workload.client_options(credentials)
+    return server.endpoint(workload.database, options, f"{workload.info.name}.cnf")
 
 
 @dataclass(frozen=True)
@@ -92,16 +96,18 @@ def ready_for_trial(
 ) -> dict[str, float]:
     """The server started (or reached) with the workload's data in place; the timings.
     ``say`` gets a line before and after a data set load, which can take many minutes."""
-    if isinstance(server, WorkDirHandle):
-        timings = _ready_workdir(server, workload, binary, clock)
+    data_sets = server.capabilities.data_sets
+    if data_sets is DataSets.FOLDER:
+        timings = _ready_workdir(cast(WorkDirHandle, server), workload, binary, clock)
         before_start()
         return timings
-    if isinstance(server, ManagedServerHandle | RemoteServerHandle):
+    if data_sets is DataSets.SNAPSHOTS:
         assert isinstance(spec, ManagedServer)
-        return _ready_managed(server, workload, spec, binary, before_start, clock, say)
+        managed = cast(ManagedHandle, server)
+        return _ready_managed(managed, workload, spec, binary, before_start, clock, say)
     assert isinstance(spec, ExternalServer)
     before_start()
-    return _ready_external(server, workload, spec, binary, clock, say)
+    return _ready_external(cast(ExternalServerHandle, server), workload, spec, binary, clock, say)
 
 
 def _ready_managed(

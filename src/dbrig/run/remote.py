@@ -36,7 +36,6 @@ from dbrig.remote.probe import PROBE_MODULE
 from dbrig.remote.server import (
     BENCHMARK_USER,
     REMOTE_HOME_ROOT,
-    RemoteServerHandle,
     server_address,
 )
 from dbrig.remote.ssh import (
@@ -49,10 +48,9 @@ from dbrig.remote.ssh import (
     new_secret,
 )
 from dbrig.run.commands import binary_key
-from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan, Scenario
 from dbrig.server.binary import ServerBinary
-from dbrig.server.handles import ExternalServerHandle, ServerHandle
+from dbrig.server.protocol import ClientRoute, Handle
 from dbrig.tools.base import (
     InterferenceTool,
     ToolInfo,
@@ -114,21 +112,17 @@ def saved_argv(host: SshHost, argv: list[str]) -> list[str]:
 
 
 @contextmanager
-def remote_run(
-    host: SshHost, server: ServerHandle | WorkDirHandle, workload: WorkloadTool
-) -> Iterator[RemoteRun]:
+def remote_run(host: SshHost, server: Handle, workload: WorkloadTool) -> Iterator[RemoteRun]:
     """Connected (reconnected after a loss) and with a way to the server, for one trial."""
     host.connect()
-    if isinstance(server, ExternalServerHandle):
-        yield _to_external(host, server, workload)
+    route = server.capabilities.client_route
+    if route is ClientRoute.DIRECT:
+        yield _direct(host, server, workload)
         return
-    if isinstance(server, WorkDirHandle):
+    if route is ClientRoute.NONE:
         yield RemoteRun(host, server.endpoint(workload.database), None)
         return
-    if isinstance(server, RemoteServerHandle):
-        yield _to_remote_server(host, server, workload)
-        return
-    port = server.sandbox.port
+    port = server.port
     assert port is not None, "the server is started before its clients"
     forwarded = host.forward_to_local(port)
     try:
@@ -139,35 +133,19 @@ def remote_run(
             host.cancel_forward(forwarded, port)
 
 
-def _to_remote_server(
-    host: SshHost, server: RemoteServerHandle, workload: WorkloadTool
-) -> RemoteRun:
-    """A managed server on another host: its benchmark account, over TCP to 127.0.0.1
-    when the client runs on the server's own host, else to the server's address."""
+def _direct(host: SshHost, server: Handle, workload: WorkloadTool) -> RemoteRun:
+    """A server reached at an address with an account: an external one at its
+    ``host:port`` as the scenario gives it; a managed one on another host over TCP to
+    127.0.0.1 when the client runs on the server's own host, else to its address."""
     credentials = server.credentials()
+    assert credentials is not None, "a server reached directly logs in with an account"
     options = workload.client_options(credentials)
     secret = new_secret(f"{workload.info.name}.cnf", options) if options else None
-    same_host = server.host is not None and server.host.target.name == host.target.name
     endpoint = Endpoint(
         user=credentials.user,
         database=workload.database,
-        host="127.0.0.1" if same_host else server.address,
-        port=credentials.port,
-        client_options_file=Path(secret.path) if secret else None,
-    )
-    return RemoteRun(host, endpoint, secret)
-
-
-def _to_external(host: SshHost, server: ExternalServerHandle, workload: WorkloadTool) -> RemoteRun:
-    credentials = server.credentials()
-    options = workload.client_options(credentials)
-    secret = new_secret(f"{workload.info.name}.cnf", options) if options else None
-    spec = server.spec
-    endpoint = Endpoint(
-        user=spec.user,
-        database=workload.database,
-        host=spec.host,
-        port=spec.port,
+        host=server.address_from(host.target.name),
+        port=credentials.port if credentials.port is not None else server.port,
         client_options_file=Path(secret.path) if secret else None,
     )
     return RemoteRun(host, endpoint, secret)

@@ -31,8 +31,6 @@ from dbrig.analysis.costs import derived_costs
 from dbrig.endpoint import Endpoint
 from dbrig.errors import DbrigError, DiskFull, ServerInitError
 from dbrig.host.settings import SystemState
-from dbrig.remote.samples import CLIENT_FOLDER, merge_remote_samples
-from dbrig.remote.server import RemoteServerHandle
 from dbrig.remote.ssh import client_times
 from dbrig.run.commands import (
     DEFAULT_EVENTS_TIMEOUT_S,
@@ -41,13 +39,19 @@ from dbrig.run.commands import (
     trial_commands,
 )
 from dbrig.run.datasets import AnyHandle, client_endpoint, ready_for_trial
-from dbrig.run.faults import FaultInjector, resilient_status
+from dbrig.run.faults import FaultInjector
 from dbrig.run.interference import InterferenceRun
 from dbrig.run.remote import RemoteClients, RemoteRun, lost_connection, remote_run, saved_argv
+from dbrig.run.samplers import (
+    SampledTrial,
+    process_roles,
+    processes_here,
+    sampled,
+    sampled_pinned_cores,
+)
 from dbrig.run.startwatch import StartWatch
-from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import Cell, Trial
-from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle, setting_warnings
+from dbrig.server.handles import setting_warnings
 from dbrig.tools.base import (
     CheckedWorkload,
     ClientLogWorkload,
@@ -56,7 +60,6 @@ from dbrig.tools.base import (
     WorkloadTool,
     client_host,
     column_prefixes,
-    interference_host,
     reconnects_itself,
 )
 from dbrig.tools.registry import interference_for, workload_for
@@ -203,12 +206,8 @@ class TrialExecutor:
     def _apply_system(self) -> None:
         """The cell's OS settings, after the restore (which fills the page cache) and before
         the server starts."""
-        if self.context.system is None:
-            return
-        if isinstance(self.server, RemoteServerHandle):  # the device under its datadir there
-            self.record.system = self.server.apply_system(self.scenario.system)
-        else:
-            self.record.system = self.context.system.apply(self.scenario.system)
+        if self.context.system is not None:  # acts where the handle says (its host, or here)
+            self.record.system = self.server.apply_system(self.scenario.system, self.context.system)
 
     def _commands(self, endpoint: Endpoint, binary: Path) -> TrialCommands:
         return trial_commands(
@@ -231,7 +230,7 @@ class TrialExecutor:
             yield remote
 
     def _fault_injector(self) -> FaultInjector | None:
-        if not self.scenario.faults.given or not isinstance(self.server, ManagedServerHandle):
+        if not self.scenario.faults.given or not self.server.capabilities.faults:
             return None
         spec = self.scenario.server_specs[self.cell.server]
         return FaultInjector(self.scenario.faults, self.server, spec, self.context.clock)  # type: ignore[arg-type]
@@ -314,8 +313,8 @@ class TrialExecutor:
     def _cwd(self) -> Path | None:
         """sysbench fileio reads and writes its files in its working directory; acked_writes
         writes its ack files in an empty folder of the trial."""
-        if isinstance(self.server, WorkDirHandle):
-            return self.server.cwd
+        if (folder := self.server.work_folder) is not None:
+            return folder
         if isinstance(self.workload, ClientLogWorkload):
             folder = self.folder / CLIENT_LOG_DIR
             folder.mkdir(exist_ok=True)  # a run resumed after a fault appends to the same logs
@@ -475,13 +474,7 @@ class TrialExecutor:
         return None
 
     def _sampled_pinned_cores(self, commands: TrialCommands) -> list[int] | None:
-        """The cores interference is pinned to on the host whose cores the trial's cpu.csv
-        holds (the server's host, sampled by its agent, when the server is elsewhere)."""
-        sampled = None
-        if isinstance(self.server, RemoteServerHandle) and self.server.host is not None:
-            sampled = self.server.host.target.name
-        here = [c for c in commands.interference if c.host == sampled]
-        return next((p for c in here if (p := c.tool.pinned_cores())), None)
+        return sampled_pinned_cores(self.server, commands)
 
     @contextlib.contextmanager
     def _interfering(self, commands: TrialCommands) -> Iterator[list[InterferenceRun]]:
@@ -511,83 +504,33 @@ class TrialExecutor:
             self._interference.remove(running)
             self.record.metrics.update(running.stop())
 
-    @contextlib.contextmanager
-    def _samplers(self, warmup: int, pinned_cores: list[int] | None) -> Iterator[list]:
-        cfg = self.scenario.sampling
-        if not cfg.enabled:
-            yield []
-            return
-        timing = sampling.SampleTiming(
-            interval=cfg.interval,
-            clock=self.context.clock,
-            t0=self.context.clock() + warmup,
-            warmup_s=warmup,
+    def _samplers(
+        self, warmup: int, pinned_cores: list[int] | None
+    ) -> contextlib.AbstractContextManager[list]:
+        """Every sampler that applies to this trial (run/samplers.py), as one unit."""
+        trial = SampledTrial(
+            self.folder,
+            self.server,
+            self.scenario.sampling,
+            warmup,
+            self.context.clock,
+            self.context.devices,
+            faults=self._faults is not None,
+            processes=self._process_roles,
+            pinned_cores=pinned_cores,
+            processes_here=self._all_followed_here(),
+            role_prefixes=column_prefixes(interference_for(self.scenario.interference)),
         )
-        roles = self._process_roles
-        remote = None
-        if isinstance(self.server, RemoteServerHandle):  # its host sampled by its agent
-            remote = self.server.sampling(timing, cfg.devices)
-        host = sampling.HostSampler(
-            self.folder / CLIENT_FOLDER if remote else self.folder,
-            timing=timing,
-            processes=roles,
-            devices=cfg.devices or self.context.devices,
-        )
-        samplers: list = [host, remote] if remote else [host]
-        conn = None
-        if self._faults is not None:  # the server may be away: reconnect, or repeat the last
-            fetch = resilient_status(self.server.connect, _global_status)
-            conn = fetch
-            samplers.append(sampling.StatusSampler(self.folder, timing=timing, fetch=fetch))
-        elif not isinstance(self.server, WorkDirHandle):  # no server, no SHOW GLOBAL STATUS
-            conn = self.server.connect()
-            status_conn = conn
-            samplers.append(
-                sampling.StatusSampler(
-                    self.folder, timing=timing, fetch=lambda: _global_status(status_conn)
-                )
-            )
-        try:
-            for sampler in samplers:  # a remote one may fail to start: stop those that did
-                sampler.start()
-            yield samplers
-        finally:
-            for sampler in samplers:
-                sampler.stop()
-            if conn is not None:
-                with contextlib.suppress(Exception):
-                    conn.close()
-        for sampler in samplers:
-            if sampler.failure is not None and is_disk_full(sampler.failure):
-                raise disk_full(self.folder) from sampler.failure
-        if remote is not None:
-            merge_remote_samples(self.folder, remote.files)
-        self.record.metrics.update(
-            sampling.summarize_cell(
-                self.folder,
-                pinned_cores=pinned_cores,
-                processes_here=self._all_followed_here(),
-                role_prefixes=column_prefixes(interference_for(self.scenario.interference)),
-            )
-        )
+        return sampled(trial, self.record.metrics)
 
     def _all_followed_here(self) -> bool:
-        """Every process of the trial that takes this host's CPU is one the host sampler
-        follows: not so with an external server (no pid), a server on another host
-        (cpu.csv is its host's), or a client or stress-ng over ssh (the local ssh
-        connection carries their traffic and is not followed)."""
-        if isinstance(self.server, ExternalServerHandle | RemoteServerHandle):
-            return False
-        if client_host(self.workload) is not None:
-            return False
         tools = interference_for(self.scenario.interference)
-        return all(interference_host(tool) is None for tool in tools)
+        return processes_here(self.server, self.workload, tools)
 
     def _process_roles(self) -> dict[str, list[int]]:
         """The processes the host sampler follows, by role (read from the sampler thread)."""
-        roles = {"server": self.server.pid, "workload": self._workload_pid}
-        roles.update({run.tool.key: run.pid for run in self._interference})
-        return {role: [pid] for role, pid in roles.items() if pid}
+        running = {run.tool.key: run.pid for run in self._interference}
+        return process_roles(self.server.pid, self._workload_pid, running)
 
     def _save_outcome(self, outcome: Outcome, warmup: int) -> None:
         self.record.metrics.update(outcome.metrics)
@@ -687,9 +630,3 @@ def _measured_rows(path: Path) -> pd.DataFrame | None:
         return None
     frame = pd.read_csv(path, on_bad_lines="skip")  # a torn last line: as summarize_cell does
     return frame[frame["phase"] == sampling.MEASURE] if "phase" in frame.columns else None
-
-
-def _global_status(conn: Any) -> dict[str, str]:
-    with conn.cursor() as cur:
-        cur.execute("SHOW GLOBAL STATUS")
-        return {str(k): str(v) for k, v in cur.fetchall()}

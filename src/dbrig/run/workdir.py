@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from dbrig import ownership, proc
-from dbrig.endpoint import Endpoint
+from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
+from dbrig.host.settings import SystemSettings, SystemState
+from dbrig.server.protocol import Capabilities, ClientRoute, DataSets, HostSampling
 
 WORK_PREFIX = ".dbrig-work-"
 _WORK_NAME = re.compile(rf"^{re.escape(WORK_PREFIX)}(\d+)$")
@@ -38,7 +40,17 @@ PARTIAL = ".partial"
 class WorkDirHandle:
     """The run's stand-in for a server when the workload needs none."""
 
+    capabilities = Capabilities(
+        data_sets=DataSets.FOLDER,
+        client_route=ClientRoute.NONE,
+        faults=False,
+        status=False,  # no SHOW GLOBAL STATUS
+        followed_here=True,  # no server process at all
+        samples_its_host=False,
+    )
     pid: int | None = None
+    port: int | None = None
+    sampled_host: str | None = None
 
     def __init__(self, name: str, default_parent: Path) -> None:
         self.name = name
@@ -50,15 +62,37 @@ class WorkDirHandle:
     def info(self) -> dict[str, Any]:
         return {}  # no server to describe in run.json
 
+    @property
+    def work_folder(self) -> Path | None:
+        """The workload's working directory: the current data set's folder."""
+        return self.cwd
+
     def died(self) -> str | None:
         return None
 
-    def endpoint(self, database: str) -> Endpoint:
+    def connect(self) -> Any:
+        raise AssertionError("no server to connect to: capabilities.status is False")
+
+    def endpoint(
+        self, database: str, options_text: str | None = None, filename: str = "client.cnf"
+    ) -> Endpoint:
         """Never connected to: the tool builds no connection options for it."""
         return Endpoint(user="none", database=database, socket="<no server>")
 
+    def credentials(self) -> Credentials | None:
+        return None
+
+    def address_from(self, host: str) -> str:
+        return "<no server>"
+
     def effective(self, spec: Any) -> dict[str, Any]:
         return {}
+
+    def apply_system(self, settings: SystemSettings, here: SystemState) -> dict[str, Any]:
+        return here.apply(settings)
+
+    def host_sampler(self, timing: Any, devices: list[str] | None) -> HostSampling | None:
+        return None
 
     def finish_trial(self) -> dict[str, float]:
         return {}

@@ -17,6 +17,7 @@ host.py        cpu.csv, disk.csv, memory.csv and :class:`HostSampler`
 procs.py       procs.csv: process groups and their descendants, from /proc
 status.py      status.csv: :data:`COUNTERS`, :data:`GAUGES`, :class:`StatusSampler`
 summary.py     :func:`summarize_cell`, the per-cell means
+registry.py    every sampler a trial may run, one entry each (``SAMPLERS``)
 =============  ===============================================================
 
 Timing

@@ -162,3 +162,10 @@ class StatusSampler(_Sampler):
 
     def _logs(self) -> Iterable[_CsvLog]:
         return (self._status_log,)
+
+
+def global_status(conn: Any) -> dict[str, str]:
+    """``SHOW GLOBAL STATUS`` over an open DB-API connection, as name -> value."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW GLOBAL STATUS")
+        return {str(k): str(v) for k, v in cur.fetchall()}

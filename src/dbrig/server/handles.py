@@ -23,11 +23,13 @@ from typing import Any
 
 from dbrig import ownership
 from dbrig.endpoint import Credentials, Endpoint
+from dbrig.host.settings import SystemSettings, SystemState
 from dbrig.scenario import ExternalServer, ManagedServer
 from dbrig.server import datadir as dd
 from dbrig.server.binary import ServerBinary
 from dbrig.server.cache import SnapshotCache, entry_key
 from dbrig.server.external import ExternalConnection
+from dbrig.server.protocol import Capabilities, ClientRoute, DataSets, HostSampling
 from dbrig.server.sandbox import Sandbox
 from dbrig.util.units import parse_size, to_float
 
@@ -92,6 +94,17 @@ def setting_warnings(requested: dict[str, Any], effective: dict[str, Any]) -> li
 class ManagedServerHandle:
     """A sandbox plus the snapshots of its prepared data, one per data set."""
 
+    capabilities = Capabilities(
+        data_sets=DataSets.SNAPSHOTS,
+        client_route=ClientRoute.FORWARDED,  # root over 127.0.0.1 only
+        faults=True,
+        status=True,
+        followed_here=True,
+        samples_its_host=False,
+    )
+    sampled_host: str | None = None
+    work_folder: Path | None = None
+
     def __init__(
         self,
         name: str,
@@ -128,15 +141,33 @@ class ManagedServerHandle:
     def pid(self) -> int | None:
         return self.sandbox.pid
 
+    @property
+    def port(self) -> int | None:
+        return self.sandbox.port
+
     def died(self) -> str | None:
         return self.sandbox.died()
 
     def connect(self) -> Any:
         return self.sandbox.connect()
 
-    def endpoint(self, database: str) -> Endpoint:
+    def endpoint(
+        self, database: str, options_text: str | None = None, filename: str = "client.cnf"
+    ) -> Endpoint:
         """Where clients connect: root over the sandbox's socket, which needs no password."""
         return self.sandbox.endpoint(database)
+
+    def credentials(self) -> Credentials | None:
+        return None  # root over the socket
+
+    def address_from(self, host: str) -> str:
+        return "127.0.0.1"  # through the port forwarded to that host's 127.0.0.1
+
+    def apply_system(self, settings: SystemSettings, here: SystemState) -> dict[str, Any]:
+        return here.apply(settings)
+
+    def host_sampler(self, timing: Any, devices: list[str] | None) -> HostSampling | None:
+        return None  # this machine: dbrig's host sampler
 
     def has_data_set(self, digest: str) -> bool:
         """True if data set ``digest`` is snapshotted here."""
@@ -249,7 +280,17 @@ class ManagedServerHandle:
 class ExternalServerHandle:
     """A server dbrig does not manage: connect, (re)prepare its data, never restore it."""
 
+    capabilities = Capabilities(
+        data_sets=DataSets.IN_DATABASE,
+        client_route=ClientRoute.DIRECT,
+        faults=False,
+        status=True,
+        followed_here=False,  # its processes, wherever they are, are not dbrig's to see
+        samples_its_host=False,
+    )
     pid = None
+    sampled_host: str | None = None
+    work_folder: Path | None = None
 
     def __init__(self, name: str, spec: ExternalServer, home: Path) -> None:
         self.name = name
@@ -265,13 +306,28 @@ class ExternalServerHandle:
     def connect(self) -> Any:
         return self.connection.connect()
 
-    def endpoint(self, database: str, options_text: str | None, filename: str) -> Endpoint:
+    @property
+    def port(self) -> int | None:
+        return self.spec.port
+
+    def endpoint(
+        self, database: str, options_text: str | None = None, filename: str = "client.cnf"
+    ) -> Endpoint:
         """Where clients connect; ``options_text`` (the password, in the tool's own option
         file format) goes to a 0600 file named ``filename``."""
         return self.connection.endpoint(database, options_text, filename)
 
     def credentials(self) -> Credentials:
         return self.connection.options_for_tool()
+
+    def address_from(self, host: str) -> str:
+        return self.spec.host  # as the scenario gives it: the client host must reach it
+
+    def apply_system(self, settings: SystemSettings, here: SystemState) -> dict[str, Any]:
+        return here.apply(settings)  # this machine's: the client's, beside the run
+
+    def host_sampler(self, timing: Any, devices: list[str] | None) -> HostSampling | None:
+        return None
 
     def describe_once(self) -> None:
         """Version, variables and where it is, asked once (for run.json and reports)."""
@@ -307,6 +363,3 @@ class ExternalServerHandle:
 
     def close(self, keep_data: bool) -> None:
         self.connection.close()
-
-
-ServerHandle = ManagedServerHandle | ExternalServerHandle

@@ -1,0 +1,184 @@
+"""A trial's samplers as one unit: which apply, built, started, stopped and summarised.
+
+The registry (:mod:`dbrig.sampling.registry`) says which samplers exist and when each
+applies; this module reads the facts off the trial (its server handle's capabilities,
+the scenario's ``sampling:`` block, whether a fault may take the server away), hands
+the builders what they need (the processes to follow, the SHOW GLOBAL STATUS query,
+the handle's sampler of its own host), starts the processes samplers ask for through
+:mod:`dbrig.proc`, and turns the files into the trial's sampler metrics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbrig import proc, sampling
+from dbrig.run.commands import TrialCommands
+from dbrig.run.faults import resilient_status
+from dbrig.sampling.registry import (
+    SAMPLERS,
+    SamplerEntry,
+    SamplerInputs,
+    TrialFacts,
+    select,
+)
+from dbrig.sampling.status import global_status
+from dbrig.scenario.model import Sampling
+from dbrig.server.protocol import Handle
+from dbrig.tools.base import InterferenceTool, WorkloadTool, client_host, interference_host
+from dbrig.util.files import disk_full, is_disk_full
+
+PROCESS_STOP_GRACE_S = 5.0  # a sampler's own process (perf) flushes its output on SIGTERM
+
+
+@dataclass(frozen=True)
+class SampledTrial:
+    """What a trial's samplers need from the trial."""
+
+    folder: Path
+    server: Handle
+    sampling: Sampling  # the scenario's block
+    warmup: int
+    clock: Callable[[], float]
+    devices: list[str] | None  # this machine's device to record (the datadir's)
+    faults: bool  # a fault may take the server away
+    processes: Callable[[], Mapping[str, list[int]]]  # role -> pids, read at every sample
+    pinned_cores: list[int] | None
+    processes_here: bool
+    role_prefixes: Mapping[str, str] = field(default_factory=dict)  # interference columns
+
+
+def trial_facts(server: Handle, sampling_block: Sampling) -> TrialFacts:
+    caps = server.capabilities
+    return TrialFacts(
+        enabled=sampling_block.enabled,
+        server_status=caps.status,
+        server_samples_its_host=caps.samples_its_host,
+    )
+
+
+def processes_here(
+    server: Handle, workload: WorkloadTool, interference: Sequence[InterferenceTool]
+) -> bool:
+    """Every process of the trial that takes this host's CPU is one the host sampler
+    follows: not so with an external server (no pid), a server on another host
+    (cpu.csv is its host's), or a client or interference over ssh (the local ssh
+    connection carries their traffic and is not followed)."""
+    if not server.capabilities.followed_here:
+        return False
+    if client_host(workload) is not None:
+        return False
+    return all(interference_host(tool) is None for tool in interference)
+
+
+def sampled_pinned_cores(server: Handle, commands: TrialCommands) -> list[int] | None:
+    """The cores interference is pinned to on the host whose cores the trial's cpu.csv
+    holds (the server's host, sampled by its agent, when the server is elsewhere)."""
+    here = [c for c in commands.interference if c.host == server.sampled_host]
+    return next((p for c in here if (p := c.tool.pinned_cores())), None)
+
+
+def process_roles(
+    server_pid: int | None, workload_pid: int | None, interference: Mapping[str, int | None]
+) -> dict[str, list[int]]:
+    """The processes the host sampler follows, by role (``interference``: pid by the
+    tool's key); a role with no process yet is left out."""
+    roles = {"server": server_pid, "workload": workload_pid, **interference}
+    return {role: [pid] for role, pid in roles.items() if pid}
+
+
+def status_fetch(server: Handle, may_vanish: bool) -> tuple[Callable[[], Any], Callable[[], None]]:
+    """The SHOW GLOBAL STATUS query and how to close its connection. With a fault on the
+    way it reconnects, and repeats its last answer while the server is away; else one
+    connection, opened now (a server that does not answer fails the trial here)."""
+    if may_vanish:
+        fetch = resilient_status(server.connect, global_status)
+        return fetch, fetch.close  # type: ignore[attr-defined]
+    conn = server.connect()
+    return (lambda: global_status(conn)), conn.close
+
+
+@contextlib.contextmanager
+def sampled(
+    trial: SampledTrial, metrics: dict[str, float], entries: tuple[SamplerEntry, ...] = SAMPLERS
+) -> Iterator[list[Any]]:
+    """The trial's samplers running for the block (yielded: the trial polls their
+    ``error``); after it, their files collected and summarised into ``metrics``.
+    ``entries``: the registry (a test's own)."""
+    chosen = select(trial_facts(trial.server, trial.sampling), entries)
+    if not chosen:
+        yield []
+        return
+    keys = frozenset(entry.key for entry in chosen)
+    fetch, close_status = None, None
+    if "status" in keys:
+        fetch, close_status = status_fetch(trial.server, trial.faults)
+    inputs = SamplerInputs(
+        folder=trial.folder,
+        timing=sampling.SampleTiming(
+            interval=trial.sampling.interval,
+            clock=trial.clock,
+            t0=trial.clock() + trial.warmup,
+            warmup_s=trial.warmup,
+        ),
+        selected=keys,
+        devices=trial.sampling.devices or trial.devices,
+        server_devices=trial.sampling.devices,
+        processes=trial.processes,
+        status=fetch,
+        server_host=trial.server.host_sampler,
+    )
+    built: list[tuple[SamplerEntry, Any]] = []
+    children: list[proc.Child] = []
+    try:
+        built = [(entry, s) for entry in chosen if (s := entry.build(inputs)) is not None]
+        children = _start_processes(chosen, inputs)
+        for _, sampler in built:  # one may fail to start (the agent): stop those that did
+            sampler.start()
+        yield [sampler for _, sampler in built]
+    finally:
+        for _, sampler in built:
+            sampler.stop()
+        for child in children:
+            child.stop(grace_s=PROCESS_STOP_GRACE_S)
+        if close_status is not None:
+            with contextlib.suppress(Exception):
+                close_status()
+    _collect(built, trial.folder)
+    metrics.update(
+        sampling.summarize_cell(
+            trial.folder,
+            pinned_cores=trial.pinned_cores,
+            processes_here=trial.processes_here,
+            role_prefixes=trial.role_prefixes,
+        )
+    )
+
+
+def _start_processes(chosen: list[SamplerEntry], inputs: SamplerInputs) -> list[proc.Child]:
+    """The processes samplers asked for, each writing ``<key>.out`` in the trial's folder."""
+    children: list[proc.Child] = []
+    try:
+        for entry in chosen:
+            if argv := entry.argv(inputs):
+                out = inputs.folder / f"{entry.key}.out"
+                children.append(proc.spawn(argv, stdout=out, merge_stderr=True))
+    except BaseException:
+        for child in children:
+            child.stop(grace_s=PROCESS_STOP_GRACE_S)
+        raise
+    return children
+
+
+def _collect(built: list[tuple[SamplerEntry, Any]], folder: Path) -> None:
+    """A full disk stops the run; each sampler's results put in the trial's folder."""
+    for _, sampler in built:
+        if sampler.failure is not None and is_disk_full(sampler.failure):
+            raise disk_full(folder) from sampler.failure
+    for entry, sampler in built:
+        if entry.collect is not None:
+            entry.collect(sampler, folder)
