@@ -280,9 +280,10 @@ def test_the_capabilities_each_handle_declares() -> None:
 
 
 class _Workload:
-    """A local client: no ``host`` in its params."""
+    """A local client: the seam's ``client_host`` is None."""
 
     params = None
+    client_host = None
 
 
 @dataclass
