@@ -9,6 +9,8 @@ slowest iteration) as means only. Only reads saved results.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -126,6 +128,15 @@ def markdown(headings: list[str], rows: list[list[str]]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
     return "\n".join([line(headings), line(["---"] * len(headings)), *map(line, rows)])
+
+
+def csv_text(headings: list[str], rows: list[list[str]]) -> str:
+    """The same table as CSV (quoted where a cell needs it), without a trailing newline."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(headings)
+    writer.writerows(rows)
+    return buffer.getvalue().rstrip("\n")
 
 
 @dataclass(frozen=True)
