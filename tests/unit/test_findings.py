@@ -1,0 +1,205 @@
+"""The findings of a run (analysis/findings.py, report/findings.py): the answer of each
+experiment in a sentence, on small real runs (tests/fixtures/runs/findings/README.md) and
+on frames built to the point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dbrig.analysis.findings import RunFacts, findings
+from dbrig.report.data import load_run
+from dbrig.report.findings import lines, run_findings
+from tests.helpers.files import RUNS
+
+RUNS_DIR = RUNS / "findings"
+
+
+def texts(kind: str) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for finding in run_findings(load_run(RUNS_DIR / kind)):
+        found.setdefault(finding.topic, []).append(finding.text)
+    return found
+
+
+def test_a_two_cell_sweep_says_why_it_has_no_fit_and_what_went_with_the_spread() -> None:
+    found = texts("sweep")
+    (sweep,) = found["scalability"]
+    assert sweep.startswith("threads sweep (threads 1-2, n=4 repetitions): no USL fit: ")
+    assert "the fit needs 4 or more" in sweep and "Measured peak 2,280.0 TPS at threads=1" in sweep
+    assert "no latency knee" in sweep
+    (spread,) = found["spread"]
+    assert spread.startswith("Repetitions disagree in 2 cell(s) on TPS (threads=1: 1.4x")
+    assert "threads=2: 2.4x (CV 59 %)" in spread
+    assert "measured with it: other processes' CPU r1 52-58 %, r2 63-64 %" in spread
+
+
+def test_crash_recovery_gives_each_fault_kind_its_figures() -> None:
+    kill, term = texts("crash")["faults"]
+    assert kill.startswith("kill_server SIGKILL at 3 s (n=1): downtime 0.34 s; ")
+    for part in (
+        "restart to first query 0.3281 s",
+        "InnoDB crash recovery 0 s",
+        "throughput recovery 1.4 s",
+        "TPS with the fault 2,984.9 txn/s",
+        "13.5 MiB of redo, 173 pages recovered, 0 transactions rolled back",
+    ):
+        assert part in kill
+    assert term.startswith("kill_server SIGTERM at 3 s (n=1): downtime 0.22 s")
+    assert "InnoDB" not in term  # a clean shutdown recovers nothing
+
+
+def test_a_freeze_is_its_own_kind_with_the_range_over_trials() -> None:
+    (freeze,) = texts("freeze")["faults"]
+    assert freeze.startswith("kill_server SIGSTOP for 3 s at 4 s (n=2): downtime 3.00 s")
+    assert "TPS with the fault 2,099.9 txn/s (1,946.7-2,253.0)" in freeze
+
+
+def test_lost_commits_are_given_per_setting() -> None:
+    (lost,) = texts("acked")["durability"]
+    assert lost == (
+        "Acknowledged commits lost: innodb_flush_log_at_trx_commit=0: 4,770 lost of 203,728 "
+        "acknowledged (lost in 1 of 1 trials); innodb_flush_log_at_trx_commit=1: 0 lost of "
+        "37,336 acknowledged (lost in 0 of 1 trials)."
+    )
+
+
+def test_tpcc_says_nopm_consistency_rollbacks_and_the_caveat() -> None:
+    (tpcc,) = texts("tpcc")["tpcc"]
+    assert tpcc.startswith("NOPM 16,227 ±18 % (n=2).")
+    assert "Consistency conditions 1-4 held in 2 of 2 trials." in tpcc
+    assert "New-Order rollbacks 0.8 %" in tpcc
+    assert tpcc.endswith("TPC-C-like, not audited: not comparable with published TPC-C results.")
+
+
+def test_a_short_soak_is_not_judged() -> None:
+    assert texts("soak") == {
+        "soak": [
+            "soak r1: not judged: the window of 20 s is under 10 minutes (a per-hour slope "
+            "would extrapolate the start-up)"
+        ]
+    }
+
+
+def test_hardware_cells_give_their_own_figures() -> None:
+    (figures,) = texts("hw")["figures"]
+    assert "test=cpu cpu_max_prime=2000 threads=1: events/s 26,241.7" in figures
+    assert "memory_oper=read: MiB/s 40,105.3 ±3 % (n=2)" in figures
+
+
+def test_a_varied_factor_gets_compares_verdict_and_the_smallest_visible_change() -> None:
+    (effect,) = texts("seed")["effect"]
+    assert effect == (
+        "cpu=1 against 0: TPS -15 %, inconclusive at n=2 (83 % is the smallest change "
+        "this run could see)."
+    )
+
+
+# --------------------------------------------------------------------------- built frames
+
+
+def frame(rows: list[dict[str, object]]) -> pd.DataFrame:
+    return pd.DataFrame([{"status": "ok", **r} for r in rows])
+
+
+def test_a_clear_effect_is_called_worse_with_its_interval() -> None:
+    cpu = "interference.stress-ng.cpu"
+    rows = [
+        {"cell": c, "trial": f"{c}-r{r}", "repetition": r, cpu: n, "tps": tps}
+        for c, n, values in (("c000", 0, [1000, 1010, 995]), ("c001", 2, [800, 805, 790]))
+        for r, tps in enumerate(values, start=1)
+    ]
+    facts = RunFacts(frame(rows), [cpu], {cpu: "stressed cores"})
+    (effect,) = [f.text for f in findings(facts) if f.topic == "effect"]
+    assert effect.startswith("stressed cores=2 against 0: TPS -20 %, worse at n=3 (95 % CI")
+
+
+def test_disagreeing_repetitions_name_the_other_load_of_each_repetition() -> None:
+    threads = "workload.sysbench.threads"
+    rows = []
+    for cell, n, pairs in (
+        ("c000", 16, [(2000, 28.0), (1000, 56.0)]),
+        ("c001", 32, [(2100, 32.0), (1050, 60.0)]),
+    ):
+        for rep, (tps, other) in enumerate(pairs, start=1):
+            rows.append(
+                {
+                    "cell": cell,
+                    "trial": f"{cell}-r{rep}",
+                    "repetition": rep,
+                    threads: n,
+                    "tps": tps,
+                    "other_cpu_pct": other,
+                }
+            )
+    labels = {"c000": "threads=16", "c001": "threads=32"}
+    facts = RunFacts(frame(rows), [threads], {threads: "threads"}, cell_labels=labels)
+    (spread,) = [f.text for f in findings(facts) if f.topic == "spread"]
+    assert "threads=16: 2.0x" in spread and "threads=32: 2.0x" in spread
+    assert spread.endswith("measured with it: other processes' CPU r1 28-32 %, r2 56-60 %.")
+
+
+def test_factors_absent_from_some_cells_print_as_written_never_nan() -> None:
+    test, prime = "workload.sysbench.test", "workload.sysbench.cpu_max_prime"
+    rows = [
+        {"cell": "c000", "trial": "c000-r1", "repetition": 1, test: "cpu", prime: 20000.0},
+        {"cell": "c000", "trial": "c000-r2", "repetition": 2, test: "cpu", prime: 20000.0},
+        {"cell": "c001", "trial": "c001-r1", "repetition": 1, test: "memory", prime: None},
+        {"cell": "c001", "trial": "c001-r2", "repetition": 2, test: "memory", prime: None},
+    ]
+    for row in rows:
+        row["events_per_s" if row[test] == "cpu" else "mib_per_s"] = 100.0 + row["repetition"]
+    facts = RunFacts(frame(rows), [test, prime], {test: "test", prime: "cpu_max_prime"})
+    text = " ".join(f.text for f in findings(facts))
+    assert "nan" not in text and "20000.0" not in text
+    assert not [f for f in findings(facts) if f.topic == "effect"]  # cpu vs memory: no verdict
+
+
+def test_a_long_soak_is_judged_against_its_thresholds() -> None:
+    row = {
+        "cell": "c000",
+        "trial": "c000-r1",
+        "repetition": 1,
+        "tps": 500.0,
+        "measured_time_s": 3600.0,
+        "tps_drift_pct_per_h": -12.0,
+        "tps_drift_ci_low_pct_per_h": -15.0,
+        "tps_drift_ci_high_pct_per_h": -9.0,
+        "server_rss_growth_mib": 16.6,
+        "server_rss_slope_mib_per_h": 3.0,
+        "server_rss_slope_ci_low_mib_per_h": -1.0,
+        "server_rss_slope_ci_high_mib_per_h": 7.0,
+    }
+    facts = RunFacts(frame([row]), [], {}, cell_labels={"c000": "(single cell)"}, soak={})
+    (soak,) = [f.text for f in findings(facts) if f.topic == "soak"]
+    assert soak.startswith("soak r1 (60 min): TPS drifts (-12.0 %/h, 95 % CI -15.0 to -9.0")
+    assert "server RSS +17 MiB over the window, +3.0 MiB/h over its second half (within" in soak
+
+
+def test_no_results_no_findings() -> None:
+    assert findings(RunFacts(pd.DataFrame(), [], {})) == []
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv"])
+def test_every_format_carries_the_same_sentences(fmt: str) -> None:
+    found = run_findings(load_run(RUNS_DIR / "seed"))
+    printed = lines(found, fmt)
+    for finding in found:
+        assert sum(finding.text in line for line in printed) == 1
+
+
+def test_show_prints_the_findings_after_the_table_in_every_format(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from dbrig.commands.show import print_results
+    from dbrig.store import RunDir
+
+    expected = [f.text for f in run_findings(load_run(RUNS_DIR / "sweep"))]
+    for fmt in ("table", "markdown", "csv"):
+        print_results(RunDir.open(Path(RUNS_DIR / "sweep")), fmt)
+        out = capsys.readouterr().out
+        table_end = out.index("c001")  # the last row of the table
+        for text in expected:
+            assert out.index(text) > table_end, fmt
