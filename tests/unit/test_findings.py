@@ -203,3 +203,29 @@ def test_show_prints_the_findings_after_the_table_in_every_format(
         table_end = out.index("c001")  # the last row of the table
         for text in expected:
             assert out.index(text) > table_end, fmt
+
+
+def test_factors_print_as_written_in_the_table_and_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Matrix blocks that set different keys leave holes: 2000 stays 2000, a hole stays empty."""
+    from dbrig.commands.show import print_results
+    from dbrig.report import write_report
+    from dbrig.store import RunDir
+    from tests.helpers.files import copy_run
+    from tests.helpers.html import parse_page
+
+    print_results(RunDir.open(RUNS_DIR / "hw"), "markdown")
+    table = capsys.readouterr().out.split("**Findings**")[0]
+    assert "| c000 | cpu | 2000 | 1 |  |  |  |" in table
+    assert "2000.0" not in table and "nan" not in table
+    page = parse_page(write_report(copy_run(RUNS_DIR / "hw", tmp_path)))
+    assert " nan " not in page.plain and "2000.0" not in page.plain
+
+
+def test_a_share_shown_as_a_percentage_is_headed_as_one() -> None:
+    from dbrig.metrics import metric
+
+    ratio = metric("stress_achieved_ratio")
+    assert ratio is not None and ratio.unit == "0..1"  # results.csv keeps the fraction
+    assert ratio.shown_unit == "%" and ratio.heading == "stress achieved (%)"

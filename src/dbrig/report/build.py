@@ -281,9 +281,14 @@ def _matrix(data: RunData, overview: pd.DataFrame) -> list[dict[str, str]]:
     rows = []
     for factor in data.factors:
         values = overview[factor].tolist() if factor in overview else []
-        levels = dict.fromkeys(plain_value(v) for v in values)  # values may be lists: unhashable
+        # values may be lists (unhashable); NaN: a cell whose block does not set the factor
+        levels = dict.fromkeys(plain_value(v) for v in values if not _is_nan(v))
         rows.append({"label": data.labels[factor], "path": factor, "levels": ", ".join(levels)})
     return rows
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _external_text(spec: dict[str, Any]) -> str:
