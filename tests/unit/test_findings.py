@@ -5,7 +5,9 @@ on frames built to the point."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -67,7 +69,7 @@ def test_lost_commits_are_given_per_setting() -> None:
 
 
 def test_tpcc_says_nopm_consistency_rollbacks_and_the_caveat() -> None:
-    (tpcc,) = texts("tpcc")["tpcc"]
+    (tpcc,) = texts("tpcc")["tpc-c-like"]
     assert tpcc.startswith("NOPM 16,227 ±18 % (n=2).")
     assert "Consistency conditions 1-4 held in 2 of 2 trials." in tpcc
     assert "New-Order rollbacks 0.8 %" in tpcc
@@ -229,3 +231,38 @@ def test_a_share_shown_as_a_percentage_is_headed_as_one() -> None:
     ratio = metric("stress_achieved_ratio")
     assert ratio is not None and ratio.unit == "0..1"  # results.csv keeps the fraction
     assert ratio.shown_unit == "%" and ratio.heading == "stress achieved (%)"
+
+
+def random_facts(rng: Any) -> RunFacts:
+    """A run of random shape: 1-3 factors (some cells leaving one out), 1-3 repetitions,
+    some failed trials, metrics with holes, faults and a soak block now and then."""
+    factors = [f"workload.sysbench.f{i}" for i in range(int(rng.integers(1, 4)))]
+    metrics = ["tps", "latency_pct_ms", "other_cpu_pct", "lost_commits", "nopm", "downtime_s"]
+    rows, faults = [], {}
+    for c in range(int(rng.integers(1, 6))):
+        values = {f: rng.choice([1, 2.0, "x", None, float("nan")]) for f in factors}
+        for rep in range(1, int(rng.integers(1, 4)) + 1):
+            trial = f"c{c:03d}-r{rep}"
+            row: dict[str, Any] = {"cell": f"c{c:03d}", "trial": trial, "repetition": rep}
+            row["status"] = "ok" if rng.random() > 0.2 else "failed"
+            row.update(values)
+            for name in metrics:
+                if rng.random() > 0.3:
+                    row[name] = float(rng.choice([0.0, rng.random() * 1000, float("nan")]))
+            rows.append(row)
+            if rng.random() > 0.7:
+                faults[trial] = {"faults": {"kill_server": {"signal": "KILL", "at": 3}}}
+    return RunFacts(
+        pd.DataFrame(rows),
+        factors,
+        {f: f.rsplit(".", 1)[-1] for f in factors},
+        faults=faults,
+        soak={} if rng.random() > 0.5 else None,
+    )
+
+
+def test_findings_of_random_runs_never_fail_nor_print_nan() -> None:
+    rng = np.random.default_rng(22)
+    for _ in range(150):
+        for finding in findings(random_facts(rng)):
+            assert finding.text and "nan" not in finding.text.lower().replace("nanos", "")

@@ -13,7 +13,7 @@ One :class:`Finding` per answer, in this order:
 - ``faults``: per fault kind, downtime, restart to first query, InnoDB crash
   recovery, throughput back at 90 % and the window's throughput with the fault;
 - ``durability``: acknowledged commits lost, per cell;
-- ``tpcc``: NOPM per cell, the consistency conditions, New-Order rollbacks and
+- ``tpc-c-like``: NOPM per cell, the consistency conditions, New-Order rollbacks and
   the caveat that the workload is TPC-C-like and not audited;
 - ``soak``: the drift verdict, or "not judged" under :data:`MIN_SOAK_WINDOW_S`;
 - ``figures``: each cell's headline figures, for runs none of the above
@@ -280,7 +280,7 @@ def _tpcc(ok: pd.DataFrame, facts: RunFacts) -> list[Finding]:
         if count > 0:
             share = 100 * float(trials["new_order_rollbacks"].sum()) / count
             text += f" New-Order rollbacks {share:.1f} % (the workload asks for 1 %)."
-    return [Finding("tpcc", f"{text} {CAVEAT}.")]
+    return [Finding("tpc-c-like", f"{text} {CAVEAT}.")]
 
 
 # --------------------------------------------------------------------------- soak

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from rich.table import Table
 
 from dbrig import store
 from dbrig.commands.completion import complete_run_dir
-from dbrig.commands.console import out_console
+from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.errors import ConfigError
 from dbrig.report import findings, result_table
 from dbrig.report.data import load_run
@@ -47,8 +48,16 @@ def print_results(
 
 
 def _print_findings(run_dir: store.RunDir, fmt: str) -> None:
-    """The run's findings, the same sentences in every format (report/findings.py)."""
-    for line in findings.lines(findings.run_findings(load_run(run_dir.path)), fmt):
+    """The run's findings, the same sentences in every format (report/findings.py).
+    Findings that cannot be computed are a warning line: the table is printed, and a
+    run that printed it has succeeded."""
+    try:
+        found = findings.run_findings(load_run(run_dir.path))
+    except Exception as exc:  # a bug in the findings must not fail the run
+        logging.getLogger(__name__).exception("computing the findings failed")
+        print_line(err_console(), f"dbrig: warning: no findings ({exc}); see dbrig.log")
+        return
+    for line in findings.lines(found, fmt):
         click.echo(line)
 
 
