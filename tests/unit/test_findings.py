@@ -32,6 +32,7 @@ def test_a_two_cell_sweep_says_why_it_has_no_fit_and_what_went_with_the_spread()
     assert sweep.startswith("threads sweep (threads 1-2, n=4 repetitions): no USL fit: ")
     assert "the fit needs 4 or more" in sweep and "Measured peak 2,280.0 TPS at threads=1" in sweep
     assert "no latency knee" in sweep
+    assert "at threads=1 (its repetitions disagree, CV 26 %: the peak's place may be noise" in sweep
     (spread,) = found["spread"]
     assert spread.startswith("Repetitions disagree in 2 cell(s) on TPS (threads=1: 1.4x")
     assert "threads=2: 2.4x (CV 59 %)" in spread

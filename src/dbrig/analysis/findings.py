@@ -111,7 +111,7 @@ def findings(facts: RunFacts) -> list[Finding]:
         return []
     ok = results[results["status"] == "ok"]
     found: list[Finding] = []
-    found += [_sweep(s) for s in facts.sweeps]
+    found += [_sweep(s, _peak_disagreement(ok, facts, s)) for s in facts.sweeps]
     found += _faults(ok, facts)
     found += _durability(ok, facts)
     found += _tpcc(ok, facts)
@@ -132,7 +132,26 @@ def _any_fit(facts: RunFacts) -> bool:
     return any(s.fit.ok for s in facts.sweeps)
 
 
-def _sweep(sweep: SweepFacts) -> Finding:
+def _peak_disagreement(ok: pd.DataFrame, facts: RunFacts, sweep: SweepFacts) -> str:
+    """A note when the repetitions at the measured peak disagree: that peak may be noise."""
+    factor, peak = facts.concurrency_factor, sweep.fit.measured_peak_n
+    metric_name = sweep.throughput.name
+    if factor is None or peak is None or factor not in ok or metric_name not in ok:
+        return ""
+    at_peak = ok[pd.to_numeric(ok[factor], errors="coerce") == peak]
+    worst = 0.0
+    for _, rows in _cells(at_peak, metric_name):
+        cv = summarize(pd.to_numeric(rows[metric_name], errors="coerce").dropna().tolist()).cv
+        worst = max(worst, cv or 0.0)
+    if worst <= DISAGREE_CV:
+        return ""
+    return (
+        f" (its repetitions disagree, CV {100 * worst:.0f} %: the peak's place may be noise, "
+        "see below)"
+    )
+
+
+def _sweep(sweep: SweepFacts, peak_note: str = "") -> Finding:
     fit, unit = sweep.fit, sweep.throughput
     levels = f"{sweep.label} {_g(fit.levels[0])}-{_g(fit.levels[-1])}" if fit.levels else ""
     head = f"{sweep.title} ({levels}, n={fit.points} repetitions): "
@@ -153,7 +172,7 @@ def _sweep(sweep: SweepFacts) -> Finding:
     if fit.measured_peak is not None and fit.measured_peak_n is not None:
         text += (
             f". Measured peak {unit.format(fit.measured_peak)} {unit.terminal_heading} at "
-            f"{sweep.label}={_g(fit.measured_peak_n)}"
+            f"{sweep.label}={_g(fit.measured_peak_n)}{peak_note}"
         )
     knee = sweep.knee
     if knee.n is not None and knee.latency is not None and knee.expected is not None:
