@@ -267,3 +267,19 @@ def test_findings_of_random_runs_never_fail_nor_print_nan() -> None:
     for _ in range(150):
         for finding in findings(random_facts(rng)):
             assert finding.text and "nan" not in finding.text.lower().replace("nanos", "")
+
+
+@pytest.mark.parametrize("kind", sorted(p.name for p in RUNS_DIR.iterdir() if p.is_dir()))
+def test_the_report_opens_on_the_findings_of_every_kind(kind: str, tmp_path: Path) -> None:
+    from dbrig.report import write_report
+    from tests.helpers.files import copy_run
+    from tests.helpers.html import parse_page
+
+    page = write_report(copy_run(RUNS_DIR / kind, tmp_path))
+    html = page.read_text()
+    main = html[html.index("<main>") :]
+    assert main.index("<section") == main.index('<section id="findings">')
+    assert main.index('id="findings"') < main.index('id="warnings"') < main.index('id="scenario"')
+    text = parse_page(page).plain
+    for finding in run_findings(load_run(RUNS_DIR / kind)):
+        assert finding.text in text
