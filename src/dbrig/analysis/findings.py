@@ -220,14 +220,14 @@ def _faults(ok: pd.DataFrame, facts: RunFacts) -> list[Finding]:
     out = []
     for kind, trials in kinds.items():
         rows = ok[ok["trial"].astype(str).isin(trials)]
-        figures = [
-            _spread_text(entry, rows[name])
-            for name in FAULT_FIGURES
-            if name in rows and (entry := metric(name)) is not None and rows[name].notna().any()
-        ]
-        recovery = _innodb_detail(rows)
+        figures = []
+        for name in FAULT_FIGURES:
+            entry = metric(name)
+            if entry is None or name not in rows or not rows[name].notna().any():
+                continue
+            text = _spread_text(entry, rows[name])
+            figures.append(text + (_innodb_detail(rows) if name == "innodb_recovery_s" else ""))
         text = f"{kind} (n={len(rows)}): " + ("; ".join(figures) or "no recovery figures")
-        text += recovery
         out.append(Finding("faults", text + "."))
     if failed and out:
         out.append(Finding("faults", f"{failed} trial(s) with a fault failed: see the report."))
@@ -236,13 +236,13 @@ def _faults(ok: pd.DataFrame, facts: RunFacts) -> list[Finding]:
 
 def _innodb_detail(rows: pd.DataFrame) -> str:
     parts = []
-    for name, what in (
-        ("innodb_redo_mb", "MiB of redo"),
-        ("innodb_pages_recovered", "pages recovered"),
-        ("innodb_trx_rolled_back", "transactions rolled back"),
+    for name, what, spec in (
+        ("innodb_redo_mb", "MiB of redo", ".3g"),
+        ("innodb_pages_recovered", "pages recovered", ",.0f"),
+        ("innodb_trx_rolled_back", "transactions rolled back", ",.0f"),
     ):
         if name in rows and rows[name].notna().any():
-            parts.append(f"{_range(rows[name], '.3g')} {what}")
+            parts.append(f"{_range(rows[name], spec)} {what}")
     return f" ({', '.join(parts)})" if parts else ""
 
 
