@@ -283,3 +283,19 @@ def test_the_report_opens_on_the_findings_of_every_kind(kind: str, tmp_path: Pat
     text = parse_page(page).plain
     for finding in run_findings(load_run(RUNS_DIR / kind)):
         assert finding.text in text
+
+
+def test_show_format_csv_is_csv_then_the_findings_as_comment_lines() -> None:
+    import csv
+    import io
+
+    from click.testing import CliRunner
+
+    from dbrig.commands.show import show_command
+
+    result = CliRunner().invoke(show_command, [str(RUNS_DIR / "seed"), "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.reader(io.StringIO(result.output.split("\n#")[0])))
+    assert rows[0][:3] == ["cell", "cpu", "n"] and [r[0] for r in rows[1:]] == ["c000", "c001"]
+    comments = [line for line in result.output.splitlines() if line.startswith("# ")]
+    assert comments == [f"# {f.text}" for f in run_findings(load_run(RUNS_DIR / "seed"))]
