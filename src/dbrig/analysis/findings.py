@@ -38,6 +38,7 @@ from dbrig.analysis import drift
 from dbrig.analysis.scaling import LatencyKnee, UslFit
 from dbrig.analysis.stats import compare_samples, summarize
 from dbrig.metrics import (
+    DEFAULT_PERCENTILE,
     HEADLINE,
     SOAK_DRIFT_THRESHOLD_PCT_PER_H,
     SOAK_RSS_THRESHOLD_MIB_PER_H,
@@ -377,12 +378,22 @@ def _figures(ok: pd.DataFrame, facts: RunFacts) -> list[Finding]:
         return []
     parts = []
     for cell, rows in cells[:MAX_FIGURE_CELLS]:
-        shown = [_figure(entry, rows[entry.name]) for entry in _measured_headline(rows)[:2]]
+        shown = [_figure(entry, rows[entry.name]) for entry in _figure_metrics(rows)]
         if shown:
             parts.append(_prefixed(cell, facts, ", ".join(shown)))
     if len(cells) > MAX_FIGURE_CELLS:
         parts.append(f"{len(cells) - MAX_FIGURE_CELLS} more cells in the table")
     return [Finding("figures", "; ".join(parts) + ".")] if parts else []
+
+
+def _figure_metrics(rows: pd.DataFrame, limit: int = 3) -> list[Metric]:
+    """The figures of a cell: its throughput, then its other rates (a fileio test's
+    reads/s and MiB/s), then its latency; none whose mean is 0 (writes in a read test)."""
+    measured = _measured_headline(rows)
+    rates = [m for m in measured[1:] if m.direction is Direction.HIGHER_IS_BETTER]
+    ordered = dict.fromkeys([*measured[:1], *rates, *measured[1:]])
+    nonzero = [m for m in ordered if pd.to_numeric(rows[m.name], errors="coerce").mean() != 0]
+    return nonzero[:limit]
 
 
 def _measured_headline(rows: pd.DataFrame) -> list[Metric]:
@@ -394,8 +405,17 @@ def _measured_headline(rows: pd.DataFrame) -> list[Metric]:
         if entry is None or not entry.headline or name == "errors_per_s":
             continue
         if name in rows and pd.to_numeric(rows[name], errors="coerce").notna().any():
-            out.append(entry)
+            out.append(entry.at_percentile(_percentile(rows)))
     return out
+
+
+def _percentile(rows: pd.DataFrame) -> object:
+    """The latency percentile the trials measured (95 unless they say otherwise)."""
+    if "percentile" in rows:
+        values = pd.to_numeric(rows["percentile"], errors="coerce").dropna()
+        if not values.empty and values.iloc[0] > 0:
+            return _g(values.iloc[0])
+    return DEFAULT_PERCENTILE
 
 
 def _figure(entry: Metric, values: pd.Series) -> str:
