@@ -27,40 +27,37 @@ One :class:`Finding` per answer, in this order:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from dbrig.analysis import drift
-from dbrig.analysis.scaling import LatencyKnee, UslFit
-from dbrig.analysis.stats import compare_samples, summarize
+from dbrig.analysis import drift, effects
+from dbrig.analysis.run_facts import (
+    DISAGREE_CV,
+    Finding,
+    RunFacts,
+    SweepFacts,
+    as_float,
+    by_cell,
+    measured_headline,
+    prefixed,
+    short_number,
+    where,
+)
+from dbrig.analysis.stats import summarize
 from dbrig.metrics import (
-    DEFAULT_PERCENTILE,
-    HEADLINE,
     SOAK_DRIFT_THRESHOLD_PCT_PER_H,
     SOAK_RSS_THRESHOLD_MIB_PER_H,
     Direction,
     Metric,
-    direction_of,
     metric,
-    throughput_metrics,
 )
 
+__all__ = ["Finding", "RunFacts", "SweepFacts", "fault_kind", "findings"]
+
 MIN_SOAK_WINDOW_S = 600.0  # under 10 minutes a per-hour slope extrapolates start-up
-THRESHOLD = 0.05  # compare's default: a 5 % change is one worth calling
-DISAGREE_CV = 0.10  # repetitions of a cell that disagree by more than this CV
-MAX_EFFECT_LINES = 6  # per factor; the rest are counted
 MAX_FIGURE_CELLS = 12
-# The measured causes of repetitions that disagree, with the spread that counts as a
-# difference between repetitions (in the metric's own unit).
-CAUSES: tuple[tuple[str, float], ...] = (
-    ("other_cpu_pct", 5.0),
-    ("steal_pct", 2.0),
-    ("stress_achieved_ratio", 0.1),
-)
 FAULT_FIGURES = (
     "downtime_s",
     "restart_to_query_s",
@@ -69,40 +66,6 @@ FAULT_FIGURES = (
     "fault_window_tps",
 )
 CAVEAT = "TPC-C-like, not audited: not comparable with published TPC-C results"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One answer: its ``topic`` (see the module docstring) and its sentence."""
-
-    topic: str
-    text: str
-
-
-@dataclass(frozen=True)
-class SweepFacts:
-    """A concurrency sweep as the caller found it: its title, its fit and its knee."""
-
-    title: str  # "threads sweep" or "threads sweep, cpu=1"
-    label: str  # the concurrency factor's short name
-    throughput: Metric
-    fit: UslFit
-    knee: LatencyKnee
-    latency_heading: str = "latency (ms)"
-
-
-@dataclass(frozen=True)
-class RunFacts:
-    """Everything the findings read: all of it saved with the run."""
-
-    results: pd.DataFrame  # results.csv: one row per trial
-    factors: Sequence[str]  # the matrix's factor paths
-    labels: Mapping[str, str]  # factor path -> short label
-    cell_labels: Mapping[str, str] = field(default_factory=dict)  # cell -> "threads=2"
-    faults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # trial -> faults.json
-    sweeps: Sequence[SweepFacts] = ()
-    soak: Mapping[str, Any] | None = None  # the scenario's soak block, None when no soak
-    concurrency_factor: str | None = None  # judged by the sweep, not as an effect
 
 
 def findings(facts: RunFacts) -> list[Finding]:
@@ -119,8 +82,8 @@ def findings(facts: RunFacts) -> list[Finding]:
     found += _soak(ok, facts)
     if all(f.topic == "scalability" for f in found) and not _any_fit(facts):
         found += _figures(ok, facts)
-    found += _effects(ok, facts)
-    found += _spread(ok, facts)
+    found += effects.effects(ok, facts)
+    found += effects.spread(ok, facts)
     if not found and ok.empty:
         found.append(Finding("figures", "nothing to report: no trial succeeded"))
     return found
@@ -141,7 +104,7 @@ def _peak_disagreement(ok: pd.DataFrame, facts: RunFacts, sweep: SweepFacts) -> 
         return ""
     at_peak = ok[pd.to_numeric(ok[factor], errors="coerce") == peak]
     worst = 0.0
-    for _, rows in _cells(at_peak, metric_name):
+    for _, rows in by_cell(at_peak, metric_name):
         cv = summarize(pd.to_numeric(rows[metric_name], errors="coerce").dropna().tolist()).cv
         worst = max(worst, cv or 0.0)
     if worst <= DISAGREE_CV:
@@ -154,7 +117,11 @@ def _peak_disagreement(ok: pd.DataFrame, facts: RunFacts, sweep: SweepFacts) -> 
 
 def _sweep(sweep: SweepFacts, peak_note: str = "") -> Finding:
     fit, unit = sweep.fit, sweep.throughput
-    levels = f"{sweep.label} {_g(fit.levels[0])}-{_g(fit.levels[-1])}" if fit.levels else ""
+    levels = (
+        f"{sweep.label} {short_number(fit.levels[0])}-{short_number(fit.levels[-1])}"
+        if fit.levels
+        else ""
+    )
     head = f"{sweep.title} ({levels}, n={fit.points} repetitions): "
     if not fit.ok:
         text = head + f"no USL fit: {fit.reason}"
@@ -173,12 +140,12 @@ def _sweep(sweep: SweepFacts, peak_note: str = "") -> Finding:
     if fit.measured_peak is not None and fit.measured_peak_n is not None:
         text += (
             f". Measured peak {unit.format(fit.measured_peak)} {unit.terminal_heading} at "
-            f"{sweep.label}={_g(fit.measured_peak_n)}{peak_note}"
+            f"{sweep.label}={short_number(fit.measured_peak_n)}{peak_note}"
         )
     knee = sweep.knee
     if knee.n is not None and knee.latency is not None and knee.expected is not None:
         text += (
-            f"; latency knee at {sweep.label}={_g(knee.n)} ({sweep.latency_heading} "
+            f"; latency knee at {sweep.label}={short_number(knee.n)} ({sweep.latency_heading} "
             f"{knee.latency:,.2f} against {knee.expected:,.2f} on the line)"
         )
     else:
@@ -203,9 +170,9 @@ def fault_kind(data: Mapping[str, Any]) -> str:
         if spec.get("signal"):
             text += f" SIG{spec['signal']}"
         if spec.get("for") is not None:
-            text += f" for {_g(spec['for'])} s"
+            text += f" for {short_number(spec['for'])} s"
         if spec.get("at") is not None:
-            text += f" at {_g(spec['at'])} s"
+            text += f" at {short_number(spec['at'])} s"
         parts.append(text)
     return " + ".join(parts) or "fault"
 
@@ -269,10 +236,10 @@ def _durability(ok: pd.DataFrame, facts: RunFacts) -> list[Finding]:
     if "lost_commits" not in ok or not ok["lost_commits"].notna().any():
         return []
     parts = []
-    for cell, rows in _cells(ok, "lost_commits"):
+    for cell, rows in by_cell(ok, "lost_commits"):
         lost = rows["lost_commits"].dropna()
         losing = int((lost > 0).sum())
-        text = _prefixed(cell, facts, f"{_range(lost, ',.0f')} lost")
+        text = prefixed(cell, facts, f"{_range(lost, ',.0f')} lost")
         if "acked_commits" in rows and rows["acked_commits"].notna().any():
             text += f" of {_range(rows['acked_commits'], ',.0f')} acknowledged"
         parts.append(text + f" (lost in {losing} of {len(lost)} trials)")
@@ -287,7 +254,7 @@ def _tpcc(ok: pd.DataFrame, facts: RunFacts) -> list[Finding]:
     if entry is None or "nopm" not in ok or not ok["nopm"].notna().any():
         return []
     parts = [
-        _prefixed(cell, facts, _figure(entry, rows["nopm"])) for cell, rows in _cells(ok, "nopm")
+        prefixed(cell, facts, _figure(entry, rows["nopm"])) for cell, rows in by_cell(ok, "nopm")
     ]
     trials = ok[ok["nopm"].notna()]
     text = "; ".join(parts) + "."
@@ -309,14 +276,14 @@ def _tpcc(ok: pd.DataFrame, facts: RunFacts) -> list[Finding]:
 def _soak(ok: pd.DataFrame, facts: RunFacts) -> list[Finding]:
     if facts.soak is None or "measured_time_s" not in ok:
         return []
-    drift_limit = _float(facts.soak.get("drift_threshold_pct_per_h"))
-    rss_limit = _float(facts.soak.get("rss_threshold_mib_per_h"))
+    drift_limit = as_float(facts.soak.get("drift_threshold_pct_per_h"))
+    rss_limit = as_float(facts.soak.get("rss_threshold_mib_per_h"))
     drift_limit = SOAK_DRIFT_THRESHOLD_PCT_PER_H if drift_limit is None else drift_limit
     rss_limit = SOAK_RSS_THRESHOLD_MIB_PER_H if rss_limit is None else rss_limit
     out = []
     for row in ok.sort_values(["cell", "repetition"], kind="stable").to_dict("records"):
-        window = _float(row.get("measured_time_s")) or 0.0
-        name = "soak" + _where(str(row["cell"]), facts) + f" r{row.get('repetition')}"
+        window = as_float(row.get("measured_time_s")) or 0.0
+        name = "soak" + where(str(row["cell"]), facts) + f" r{row.get('repetition')}"
         if window < MIN_SOAK_WINDOW_S:
             out.append(
                 Finding(
@@ -340,7 +307,7 @@ def _soak_verdict(row: Mapping[str, Any], drift_limit: float, rss_limit: float) 
     parts = []
     for prefix, what in (("tps", "TPS"), ("latency_pct", "latency")):
         bounds = [
-            _float(row.get(f"{prefix}_drift{s}_pct_per_h")) for s in ("", "_ci_low", "_ci_high")
+            as_float(row.get(f"{prefix}_drift{s}_pct_per_h")) for s in ("", "_ci_low", "_ci_high")
         ]
         if any(b is None for b in bounds):
             continue
@@ -350,10 +317,10 @@ def _soak_verdict(row: Mapping[str, Any], drift_limit: float, rss_limit: float) 
             f"{what} {verdict} ({found.pct_per_h:+.1f} %/h, 95 % CI {found.ci_low_pct_per_h:+.1f} "
             f"to {found.ci_high_pct_per_h:+.1f}; limit {drift_limit:g} %/h)"
         )
-    growth = _float(row.get("server_rss_growth_mib"))
+    growth = as_float(row.get("server_rss_growth_mib"))
     slope, low = (
-        _float(row.get("server_rss_slope_mib_per_h")),
-        _float(row.get("server_rss_slope_ci_low_mib_per_h")),
+        as_float(row.get("server_rss_slope_mib_per_h")),
+        as_float(row.get("server_rss_slope_ci_low_mib_per_h")),
     )
     if growth is not None:
         text = f"server RSS {growth:+.0f} MiB over the window"
@@ -373,14 +340,14 @@ def _soak_verdict(row: Mapping[str, Any], drift_limit: float, rss_limit: float) 
 
 def _figures(ok: pd.DataFrame, facts: RunFacts) -> list[Finding]:
     """Each cell's headline figures (hardware baselines, a single cell)."""
-    cells = list(_cells(ok, None))
+    cells = list(by_cell(ok, None))
     if not cells:
         return []
     parts = []
     for cell, rows in cells[:MAX_FIGURE_CELLS]:
         shown = [_figure(entry, rows[entry.name]) for entry in _figure_metrics(rows)]
         if shown:
-            parts.append(_prefixed(cell, facts, ", ".join(shown)))
+            parts.append(prefixed(cell, facts, ", ".join(shown)))
     if len(cells) > MAX_FIGURE_CELLS:
         parts.append(f"{len(cells) - MAX_FIGURE_CELLS} more cells in the table")
     return [Finding("figures", "; ".join(parts) + ".")] if parts else []
@@ -389,33 +356,11 @@ def _figures(ok: pd.DataFrame, facts: RunFacts) -> list[Finding]:
 def _figure_metrics(rows: pd.DataFrame, limit: int = 3) -> list[Metric]:
     """The figures of a cell: its throughput, then its other rates (a fileio test's
     reads/s and MiB/s), then its latency; none whose mean is 0 (writes in a read test)."""
-    measured = _measured_headline(rows)
+    measured = measured_headline(rows)
     rates = [m for m in measured[1:] if m.direction is Direction.HIGHER_IS_BETTER]
     ordered = dict.fromkeys([*measured[:1], *rates, *measured[1:]])
     nonzero = [m for m in ordered if pd.to_numeric(rows[m.name], errors="coerce").mean() != 0]
     return nonzero[:limit]
-
-
-def _measured_headline(rows: pd.DataFrame) -> list[Metric]:
-    """The cell's headline metrics, throughput first, without the error rate."""
-    names = [m.name for m in throughput_metrics()] + [m.name for m in HEADLINE]
-    out: list[Metric] = []
-    for name in dict.fromkeys(names):
-        entry = metric(name)
-        if entry is None or not entry.headline or name == "errors_per_s":
-            continue
-        if name in rows and pd.to_numeric(rows[name], errors="coerce").notna().any():
-            out.append(entry.at_percentile(_percentile(rows)))
-    return out
-
-
-def _percentile(rows: pd.DataFrame) -> object:
-    """The latency percentile the trials measured (95 unless they say otherwise)."""
-    if "percentile" in rows:
-        values = pd.to_numeric(rows["percentile"], errors="coerce").dropna()
-        if not values.empty and values.iloc[0] > 0:
-            return _g(values.iloc[0])
-    return DEFAULT_PERCENTILE
 
 
 def _figure(entry: Metric, values: pd.Series) -> str:
@@ -428,236 +373,3 @@ def _figure(entry: Metric, values: pd.Series) -> str:
     if s.ci_high is not None and s.mean:
         text += f" ±{100 * (s.ci_high - s.mean) / abs(s.mean):.0f} %"
     return text + f" (n={s.n})"
-
-
-# --------------------------------------------------------------------------- effects
-
-
-def _effects(ok: pd.DataFrame, facts: RunFacts) -> list[Finding]:
-    out = []
-    for factor in facts.factors:
-        if factor == facts.concurrency_factor and facts.sweeps:
-            continue
-        if factor not in ok or _texts(ok[factor]).nunique() < 2:
-            continue
-        lines = _factor_effects(ok, facts, factor)
-        if not lines:
-            continue
-        label = facts.labels.get(factor, factor)
-        shown = lines[:MAX_EFFECT_LINES]
-        more = len(lines) - len(shown)
-        tail = f"; {more} more comparison(s) in dbrig compare --by {label}" if more else ""
-        out.append(Finding("effect", "; ".join(shown) + tail + "."))
-    return out
-
-
-def _factor_effects(ok: pd.DataFrame, facts: RunFacts, factor: str) -> list[str]:
-    """Each value of ``factor`` against its first value, the other factors held fixed."""
-    others = [f for f in facts.factors if f != factor and f in ok]
-    values = _texts(ok[factor])
-    keys = _texts_frame(ok, others)
-    lines = []
-    groups = ok.groupby(keys, sort=False, dropna=False) if others else [(None, ok)]
-    for _, group in groups:
-        group_values = values.loc[group.index]
-        present = [v for v in dict.fromkeys(group_values) if v is not None]
-        if len(present) < 2:
-            continue
-        base = group[group_values == present[0]]
-        fixed = _fixed_text(group, others, facts)
-        for value in present[1:]:
-            cand = group[group_values == value]
-            line = _effect_line(base, cand, facts.labels.get(factor, factor), present[0], value)
-            if line:
-                lines.append(line + fixed)
-    return lines
-
-
-def _effect_line(
-    base: pd.DataFrame, cand: pd.DataFrame, label: str, base_value: str, value: str
-) -> str | None:
-    entry = _shared_metric(base, cand)
-    if entry is None:
-        return None
-    direction = direction_of(entry.name) or Direction.HIGHER_IS_BETTER
-    result = compare_samples(
-        pd.to_numeric(base[entry.name], errors="coerce").dropna().to_numpy(),
-        pd.to_numeric(cand[entry.name], errors="coerce").dropna().to_numpy(),
-        direction=direction,
-        threshold=THRESHOLD,
-    )
-    head = f"{label}={value} against {base_value}: {entry.terminal_heading}"
-    if result.delta_pct is None:
-        return f"{head} not judged ({result.reason})"
-    text = f"{head} {result.delta_pct:+.0f} %, {result.verdict} at n={_n(result)}"
-    if result.verdict == "inconclusive" and result.mde_pct is not None:
-        smallest = "no change" if math.isinf(result.mde_pct) else f"{result.mde_pct:.0f} %"
-        text += f" ({smallest} is the smallest change this run could see)"
-    elif result.verdict in ("better", "worse") and result.ci_low_pct is not None:
-        text += f" (95 % CI {result.ci_low_pct:+.0f} to {result.ci_high_pct:+.0f} %)"
-    return text
-
-
-def _shared_metric(base: pd.DataFrame, cand: pd.DataFrame) -> Metric | None:
-    """The headline metric both sides measured, throughput first; None when the two sides
-    measured different things (a cpu test against a memory test)."""
-    on_base, on_cand = _measured_headline(base), _measured_headline(cand)
-    if [m.name for m in on_base] != [m.name for m in on_cand]:
-        return None
-    return on_base[0] if on_base else None
-
-
-def _n(result: Any) -> str:
-    if result.n_base == result.n_cand:
-        return str(result.n_base)
-    return f"{result.n_base}/{result.n_cand}"
-
-
-def _fixed_text(group: pd.DataFrame, others: Sequence[str], facts: RunFacts) -> str:
-    fixed = []
-    for other in others:
-        values = _texts(group[other]).dropna().unique()
-        if len(values) == 1 and _texts(facts.results[other]).nunique() > 1:
-            fixed.append(f"{facts.labels.get(other, other)}={values[0]}")
-    return f" [{', '.join(fixed)}]" if fixed else ""
-
-
-# --------------------------------------------------------------------------- spread
-
-
-def _spread(ok: pd.DataFrame, facts: RunFacts) -> list[Finding]:
-    """Cells whose repetitions disagree, with the measured cause that went with it."""
-    cells = list(_cells(ok, None))
-    if not cells:
-        return []
-    disagreeing = []
-    for cell, rows in cells:
-        entry = next(iter(_measured_headline(rows)), None)
-        if entry is None or "repetition" not in rows:
-            continue
-        values = pd.to_numeric(rows[entry.name], errors="coerce")
-        s = summarize(values.dropna().tolist())
-        if s.cv is None or s.cv <= DISAGREE_CV or not s.min:
-            continue
-        disagreeing.append((cell, rows, entry, values, s))
-    if not disagreeing:
-        return []
-    entry = disagreeing[0][2]
-    described = ", ".join(
-        f"{_cell_name(cell, facts)}: {s.max / s.min:.1f}x (CV {100 * (s.cv or 0):.0f} %)"
-        for cell, _, _, _, s in disagreeing[:MAX_EFFECT_LINES]
-    )
-    more = len(disagreeing) - MAX_EFFECT_LINES
-    text = (
-        f"Repetitions disagree in {len(disagreeing)} cell(s) on {entry.terminal_heading} "
-        f"({described}{f', +{more} more' if more > 0 else ''})"
-    )
-    causes = _causes([(rows, values) for _, rows, _, values, _ in disagreeing])
-    if causes:
-        text += "; measured with it: " + "; ".join(causes)
-    else:
-        text += (
-            "; no measured cause went with it (other processes' CPU, steal and the "
-            "interference's share were steady)"
-        )
-    return [Finding("spread", text + ".")]
-
-
-def _causes(cells: Sequence[tuple[pd.DataFrame, pd.Series]]) -> list[str]:
-    """Each cause whose per-repetition values differ and move against the throughput,
-    as its range per repetition over the disagreeing cells."""
-    out = []
-    for name, min_spread in CAUSES:
-        entry = metric(name)
-        if entry is None:
-            continue
-        per_rep: dict[int, list[float]] = {}
-        moved = False
-        for rows, values in cells:
-            if name not in rows:
-                continue
-            cause = pd.to_numeric(rows[name], errors="coerce")
-            pair = pd.DataFrame({"y": values, "x": cause, "r": rows["repetition"]}).dropna()
-            if len(pair) < 2 or pair["x"].max() - pair["x"].min() < min_spread:
-                continue
-            if (
-                pair["x"].std() > 0
-                and pair["y"].std() > 0
-                and np.corrcoef(pair["x"], pair["y"])[0, 1] < 0
-            ):
-                moved = True
-                for r, x in zip(pair["r"], pair["x"], strict=True):
-                    per_rep.setdefault(int(r), []).append(float(x))
-        if moved:
-            out.append(
-                f"{entry.label} "
-                + ", ".join(f"r{r} {_value_range(entry, xs)}" for r, xs in sorted(per_rep.items()))
-            )
-    return out
-
-
-def _value_range(entry: Metric, values: list[float]) -> str:
-    scale, unit = (100.0, "%") if entry.unit == "0..1" else (1.0, entry.unit)
-    low, high = min(values) * scale, max(values) * scale
-    text = f"{low:.0f}" if round(low) == round(high) else f"{low:.0f}-{high:.0f}"
-    return f"{text} {unit}".rstrip()
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _cells(ok: pd.DataFrame, column: str | None) -> Iterable[tuple[str, pd.DataFrame]]:
-    if "cell" not in ok:
-        return []
-    rows = ok if column is None else ok[ok[column].notna()]
-    return ((str(cell), group) for cell, group in rows.groupby("cell", sort=True))
-
-
-def _where(cell: str, facts: RunFacts) -> str:
-    """`` threads=2`` for a run of several cells, nothing for a run of one."""
-    if len(facts.cell_labels) == 1 or facts.cell_labels.get(cell) == "(single cell)":
-        return ""
-    return " " + _cell_name(cell, facts)
-
-
-def _prefixed(cell: str, facts: RunFacts, text: str) -> str:
-    """``threads=2: text``; the text alone in a run of one cell."""
-    if len(facts.cell_labels) == 1 or facts.cell_labels.get(cell) == "(single cell)":
-        return text
-    return f"{_cell_name(cell, facts)}: {text}"
-
-
-def _cell_name(cell: str, facts: RunFacts, repetition: Any = None) -> str:
-    label = facts.cell_labels.get(cell, "")
-    name = label if label and label != "(single cell)" else cell
-    return name + (f" r{int(repetition)}" if _float(repetition) is not None else "")
-
-
-def _texts(values: pd.Series) -> pd.Series:
-    """Factor values as they were written: 4 not 4.0, None for a cell the factor is absent from."""
-    return values.map(_plain)
-
-
-def _texts_frame(frame: pd.DataFrame, columns: Sequence[str]) -> list[pd.Series]:
-    return [_texts(frame[c]).fillna("") for c in columns]
-
-
-def _plain(value: Any) -> str | None:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def _float(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _g(value: Any) -> str:
-    number = _float(value)
-    return str(value) if number is None else f"{number:g}"
