@@ -124,9 +124,15 @@ class Metric:
         return self.name
 
     @property
+    def shown_unit(self) -> str:
+        """The unit a value is shown in: ``%`` for a 0..1 fraction formatted as a
+        percentage (stress-ng's achieved share), so a heading and its values agree."""
+        return "%" if self.fmt.endswith("%") else self.unit
+
+    @property
     def heading(self) -> str:
         """Label and unit, as the report and its charts show them: ``TPS (txn/s)``."""
-        return f"{self.label} ({self.unit})" if self.unit else self.label
+        return f"{self.label} ({self.shown_unit})" if self.shown_unit else self.label
 
     @property
     def terminal_heading(self) -> str:
@@ -532,6 +538,7 @@ def _runner() -> Iterator[Metric]:
         ("server_stop", "server stop"),
         ("reset", "reset"),
         ("workload", "workload"),
+        ("prepare", "prepare in the work folder"),  # a workload with no server (run/workdir.py)
     ):
         yield Metric(f"time_{step}_s", f"{label} time", "s", r, "wall-clock time of the step")
     yield Metric(

@@ -150,14 +150,15 @@ def test_show_prints_the_fit_under_the_table(
     run = make_sweep_run(tmp_path, {THREADS: LEVELS}, sysbench_metrics(0.1, 0.005))
     print_results(RunDir.open(run))
     out = capsys.readouterr().out
-    line = next(line for line in out.splitlines() if line.startswith("threads sweep: "))
-    assert "USL λ=" in line and "σ=0.1" in line and "peak N*=13" in line
-    assert "measured peak" in line and "latency knee N=" in line
+    line = next(line for line in out.splitlines() if line.startswith("  threads sweep ("))
+    assert "USL fit R²" in line and "σ 0.1" in line and "peak N* = 13" in line
+    assert "Measured peak" in line and "latency knee at threads=" in line
 
 
-def test_show_prints_no_fit_line_for_a_sweep_of_two_or_three_values(
+def test_show_says_why_a_sweep_of_two_or_three_values_has_no_fit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = make_sweep_run(tmp_path, {THREADS: [1, 2, 4]}, sysbench_metrics(0.1, 0.005))
     print_results(RunDir.open(run))
-    assert "threads sweep" not in capsys.readouterr().out
+    line = next(x for x in capsys.readouterr().out.splitlines() if "threads sweep" in x)
+    assert "no USL fit" in line and "the fit needs 4 or more" in line

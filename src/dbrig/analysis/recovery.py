@@ -20,6 +20,9 @@ finds:
   connections). The log's timestamps have one-second resolution, so so do the
   phase lengths :func:`recovery_phases` derives from them.
 
+**The window's throughput with the fault** (:func:`window_rate`): the events the
+tool's own summaries counted (one per client run) over the measured window.
+
 **Throughput recovery** (:func:`throughput_recovery`): the pre-fault level is the
 mean rate of the intervals that ended before the fault; the throughput is back
 when an interval that started at or after the fault's end (a freeze or a full
@@ -32,7 +35,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 RECOVERED_FRACTION = 0.9
@@ -191,6 +194,57 @@ def throughput_recovery(
             if end > fault_s and end - interval_s < until and _finite(rate):
                 errors += rate * interval_s
     return ThroughputRecovery(baseline=baseline, recovered_at_s=recovered, errors=errors)
+
+
+@dataclass(frozen=True)
+class ClientRun:
+    """One run of the workload's client inside the measured window, as its tool counted it.
+
+    ``total``: the events (transactions) its own final summary counted over its measured
+    window; None when it printed none (a run the fault killed). ``from_intervals``: the
+    events its measured progress lines account for (rate x interval length), used only
+    without a summary: up to its last line, which is all that run left.
+    """
+
+    total: float | None
+    from_intervals: float = 0.0
+
+    @property
+    def events(self) -> float:
+        return self.total if self.total is not None else self.from_intervals
+
+
+# The tool's count behind each rate the fault window is measured in (metric names).
+RATE_COUNTS: dict[str, str] = {"tps": "transactions", "events_per_s": "events"}
+
+
+def client_run(
+    summary: Mapping[str, float],
+    measured_rates: Sequence[float],
+    *,
+    interval_s: float,
+    rate: str = "tps",
+) -> ClientRun:
+    """A :class:`ClientRun` from a tool's parsed output: ``summary`` is its metrics (the
+    final summary's counts, e.g. ``transactions``), ``measured_rates`` its measured
+    interval rates (after the warm-up)."""
+    count = summary.get(RATE_COUNTS.get(rate, ""))
+    total = float(count) if count is not None and _finite(float(count)) else None
+    lines = sum(r * interval_s for r in measured_rates if _finite(r))
+    return ClientRun(total=total, from_intervals=lines)
+
+
+def window_rate(runs: Sequence[ClientRun], window_s: float) -> float | None:
+    """The rate over a whole measured window from the tool's own counters: the events
+    every client run completed in it, divided by the window (the outage counts as time
+    with no events). A client that rode through the fault is one run with one summary;
+    one started again is two (the first, killed, without a summary: its progress lines
+    stand in). Unlike :func:`mean_rate`, a second without a progress line (sysbench
+    prints none for the window's last second, nor while a server is gone) or a line
+    printed twice changes nothing: the summary counts every event once."""
+    if window_s <= 0 or not runs:
+        return None
+    return sum(run.events for run in runs) / window_s
 
 
 def mean_rate(

@@ -215,6 +215,8 @@ def _report_after_run(run_dir: store.RunDir) -> Path | None:
         )
         return None
     print_warnings(warnings)
+    for warning in warnings:  # dbrig.log keeps every warning the terminal showed
+        logging.getLogger(__name__).info("warning: %s", warning.message)
     print_line(out_console(), f"report: {page}")
     return page
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,9 +11,9 @@ from rich.table import Table
 
 from dbrig import store
 from dbrig.commands.completion import complete_run_dir
-from dbrig.commands.console import out_console
+from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.errors import ConfigError
-from dbrig.report import result_table, scaling
+from dbrig.report import findings, result_table
 from dbrig.report.data import load_run
 from dbrig.report.tables import run_percentile
 
@@ -28,8 +29,10 @@ def print_results(
     if not rows:
         out_console().print("no trials saved yet")
         return
-    if fmt == "markdown":
-        click.echo(result_table.markdown(headings, rows))
+    if fmt in ("markdown", "csv"):
+        writer = result_table.markdown if fmt == "markdown" else result_table.csv_text
+        click.echo(writer(headings, rows))
+        _print_findings(run_dir, fmt)
         return
     title = f"{_name(run_dir, saved)}: mean ±95% CI (CV) over repetitions"
     headings, rows, dropped = result_table.fit_width(headings, rows, out_console().width)
@@ -41,8 +44,21 @@ def print_results(
             markup=False,
             soft_wrap=True,
         )
-    for sweep in filter(scaling.drawable, scaling.find_sweeps(load_run(run_dir.path))):
-        out_console().print(scaling.summary_line(sweep), markup=False, soft_wrap=True)
+    _print_findings(run_dir, fmt)
+
+
+def _print_findings(run_dir: store.RunDir, fmt: str) -> None:
+    """The run's findings, the same sentences in every format (report/findings.py).
+    Findings that cannot be computed are a warning line: the table is printed, and a
+    run that printed it has succeeded."""
+    try:
+        found = findings.run_findings(load_run(run_dir.path))
+    except Exception as exc:  # a bug in the findings must not fail the run
+        logging.getLogger(__name__).exception("computing the findings failed")
+        print_line(err_console(), f"dbrig: warning: no findings ({exc}); see dbrig.log")
+        return
+    for line in findings.lines(found, fmt):
+        click.echo(line)
 
 
 def print_pivot(
@@ -60,8 +76,9 @@ def print_pivot(
     table = result_table.pivot(
         results, rows, columns, metric, labels, factors=list(saved.factors), pool=pool
     )
-    if fmt == "markdown":
-        click.echo(result_table.markdown(table.headings, table.rows))
+    if fmt in ("markdown", "csv"):
+        writer = result_table.markdown if fmt == "markdown" else result_table.csv_text
+        click.echo(writer(table.headings, table.rows))
     else:
         title = f"{_name(run_dir, saved)}: {metric}, mean ±95% CI (CV)"
         _print_table(title, table.headings, table.rows)
@@ -94,10 +111,11 @@ def _print_table(title: str, headings: list[str], rows: list[list[str]]) -> None
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["table", "markdown"]),
+    type=click.Choice(["table", "markdown", "csv"]),
     default="table",
     show_default=True,
-    help="markdown: a table to paste into a blog post, an issue or a doc page.",
+    help="markdown: a table to paste into a blog post, an issue or a doc page; csv: the "
+    "same rows as CSV, the findings after them as # lines.",
 )
 @click.option(
     "--rows", multiple=True, help="Pivot: the factor(s) down the side (e.g. server; repeatable)."

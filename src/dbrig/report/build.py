@@ -37,7 +37,7 @@ import pandas as pd
 
 import dbrig
 from dbrig.metrics import DEFAULT_PERCENTILE, HEADLINE, Metric, throughput_metrics
-from dbrig.report import charts, html, scaling, soak
+from dbrig.report import charts, findings, html, scaling, soak
 from dbrig.report.data import RunData, load_run, plain_value, read_samples, read_trial
 from dbrig.report.experiments import EffectJudge, Experiment, FactorGroup, group_rows
 from dbrig.report.tables import (
@@ -130,6 +130,7 @@ def _write_report(run_dir: Path, max_cell_figures: int) -> Path:
         cells_drawn=len(detail_cells),
         cells_with_trials=int((overview["trials"] > 0).sum()),
         scalability=scalability,
+        findings=findings.section(data),
         soak=soak.section_rows(data),
         soak_percentile=data.workload_params.get("percentile") or DEFAULT_PERCENTILE,
     )
@@ -280,9 +281,14 @@ def _matrix(data: RunData, overview: pd.DataFrame) -> list[dict[str, str]]:
     rows = []
     for factor in data.factors:
         values = overview[factor].tolist() if factor in overview else []
-        levels = dict.fromkeys(plain_value(v) for v in values)  # values may be lists: unhashable
+        # values may be lists (unhashable); NaN: a cell whose block does not set the factor
+        levels = dict.fromkeys(plain_value(v) for v in values if not _is_nan(v))
         rows.append({"label": data.labels[factor], "path": factor, "levels": ", ".join(levels)})
     return rows
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _external_text(spec: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ cell a point of its ``cpu_load`` curve. The tool itself judges (``active``).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +54,10 @@ class Experiment:
 
 
 def plain_value(value: Any) -> str:
-    """A factor value as the labels show it: 4 not 4.0, null for None."""
+    """A factor value as the labels show it: 4 not 4.0, null for None, nothing for NaN
+    (a table's cell whose matrix block does not set the factor)."""
+    if isinstance(value, float) and math.isnan(value):
+        return ""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if value is None:

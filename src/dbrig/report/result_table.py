@@ -9,6 +9,8 @@ slowest iteration) as means only. Only reads saved results.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,7 +35,7 @@ def cell_table(
         row: dict[str, object] = {"cell": cell, "server": group["server"].iloc[0]}
         for factor in factors:
             if factor in group:
-                row[labels.get(factor, factor)] = group[factor].iloc[0]
+                row[labels.get(factor, factor)] = as_written(group[factor].iloc[0])
         row["n"] = f"{len(ok)}/{len(group)}"
         for metric in HEADLINE:
             column = metric.name
@@ -46,6 +48,17 @@ def cell_table(
         row["failed"] = "; ".join(str(r) for r in failed["reason"].dropna().unique())
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def as_written(value: object) -> object:
+    """A factor value as the matrix wrote it: 20000 not 20000.0 (a column that other
+    blocks leave empty is read as floats), nothing for a cell its block does not set."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        if value.is_integer():
+            return str(int(value))
+    return value
 
 
 def _mean_ci_cv(values: list[float]) -> tuple[float, float | None, float | None]:
@@ -126,6 +139,15 @@ def markdown(headings: list[str], rows: list[list[str]]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
     return "\n".join([line(headings), line(["---"] * len(headings)), *map(line, rows)])
+
+
+def csv_text(headings: list[str], rows: list[list[str]]) -> str:
+    """The same table as CSV (quoted where a cell needs it), without a trailing newline."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(headings)
+    writer.writerows(rows)
+    return buffer.getvalue().rstrip("\n")
 
 
 @dataclass(frozen=True)

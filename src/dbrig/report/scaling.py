@@ -263,26 +263,6 @@ def _knee_text(sweep: Sweep) -> str:
     return f"N = {knee.n:g} ({knee.latency:,.2f} ms against {knee.expected:,.2f} ms on the line)"
 
 
-def summary_line(sweep: Sweep) -> str:
-    """One line for the terminal: the fit (or why none) and the knee."""
-    fit, metric = sweep.fit, sweep.throughput
-    head = f"{sweep.title}: "
-    if not fit.ok:
-        text = head + f"no USL fit ({fit.reason})"
-    else:
-        text = (
-            head + f"USL λ={metric.format(fit.lam)} {metric.unit}, σ={fit.sigma:.3g}, "
-            f"κ={fit.kappa:.3g}, R²={fit.r2:.3f}; "
-        )
-        if fit.n_star is not None:
-            text += f"peak N*={fit.n_star:.1f} at {metric.format(fit.predicted_peak)}"
-        else:
-            text += "no peak (κ ≈ 0)" if fit.kappa_is_zero else "no peak (σ ≥ 1)"
-    text += f"; measured peak {_peak_text(fit.measured_peak_n, fit.measured_peak, metric)}"
-    knee = sweep.knee
-    return text + (f"; latency knee N={knee.n:g}" if knee.n is not None else "; no latency knee")
-
-
 def chart_caption(sweep: Sweep) -> str:
     fit = sweep.fit
     text = (

@@ -1,9 +1,12 @@
 """Where the results of a run may lie (seed 004), as warnings for the report and the terminal.
 
 Each check looks at the saved results only, names the cells it applies to and
-the number that tripped it. When more than :data:`MAX_CELL_WARNINGS` cells trip
-one check, the check yields one warning (``cell`` None) naming how many cells
-and the worst few, so a large matrix does not bury the terminal.
+the number that tripped it. A check yields one line however many cells trip it
+(``cell`` None when several do): how many cells, then each cell worst first with
+its repetitions and numbers (the first :data:`MAX_CELL_WARNINGS`), so six
+``other_load`` boxes become one. The lines are ordered by :data:`THREAT_ORDER`:
+how much each kind threatens the answer. The terminal, the report and dbrig.log
+show the same lines.
 
 ========================  ==================================================================
 code                      when
@@ -166,7 +169,48 @@ def compute_warnings(data: RunData, overview: pd.DataFrame, stats: CellStats) ->
     found: list[RunWarning] = []
     for check in checks:
         found += check(run)
-    return found
+    return _by_threat(_folded(found))
+
+
+# Most threatening to the answer first: results missing or wrong, then results disturbed,
+# then results that answer a narrower question than asked, then how sure they are.
+THREAT_ORDER = (
+    "incomplete",
+    "failed",
+    "merged_env_diff",
+    "errors",
+    "swap",
+    "steal",
+    "other_load",
+    "weak_interference",
+    "high_cv",
+    "peak_not_reached",
+    "soak_drift",
+    "soak_rss_growth",
+    "client_placement",
+    "threads_over_cores",
+    "page_cache",
+    "data_in_buffer_pool",
+    "short_window",
+    "few_repetitions",
+    "sampler_overhead",
+)
+
+
+def _folded(found: list[RunWarning]) -> list[RunWarning]:
+    """One warning per code: several of one code (one per sweep) joined into one line."""
+    by_code: dict[str, list[RunWarning]] = {}
+    for warning in found:
+        by_code.setdefault(warning.code, []).append(warning)
+    return [
+        group[0] if len(group) == 1 else RunWarning(code, "; ".join(w.message for w in group), None)
+        for code, group in by_code.items()
+    ]
+
+
+def _by_threat(found: list[RunWarning]) -> list[RunWarning]:
+    rank = {code: i for i, code in enumerate(THREAT_ORDER)}
+    return sorted(found, key=lambda w: rank.get(w.code, len(rank)))
 
 
 # --------------------------------------------------------------------------- checks
@@ -370,12 +414,13 @@ def _other_load(run: _Run) -> list[RunWarning]:
         worst = float(rows["other_cpu_pct"].max())
         text = (
             f"other processes took {worst:.0f} % of the host's CPU ({len(rows)} of {count} "
-            f"repetitions above {MAX_OTHER_CPU_PCT:.0f} %: {reps}): the result competed "
-            "with something dbrig did not start"
+            f"repetitions above {MAX_OTHER_CPU_PCT:.0f} %: {reps})"
         )
         hits.append(_Hit(str(cell), run.label(str(cell)), text, worst))
     where = see("other_cpu_pct")
-    return _per_cell("other_load", hits, run.n_cells, "other load on the host", where=where)
+    suffix = " (the results competed with something dbrig did not start)"
+    summary = "other load on the host"
+    return _per_cell("other_load", hits, run.n_cells, summary, "", suffix, where)
 
 
 def _swap(run: _Run) -> list[RunWarning]:
@@ -564,11 +609,19 @@ def _per_cell(
     suffix: str = "",
     where: str = "every cell in the result table",
 ) -> list[RunWarning]:
-    if len(hits) <= MAX_CELL_WARNINGS:
-        return [RunWarning(code, f"{_where(h)}: {prefix}{h.text}{suffix}", h.cell) for h in hits]
-    worst = sorted(hits, key=lambda h: h.severity, reverse=True)[:3]
-    examples = "; ".join(f"{_where(h)}: {h.text}" for h in worst)
-    message = f"{summary} in {len(hits)} of {n_cells} cells{suffix}; worst: {examples}; {where}"
+    """One line per check: the cell itself when one cell tripped it, else how many cells
+    and each of them, worst first (the first :data:`MAX_CELL_WARNINGS`, then where the
+    rest can be read)."""
+    if not hits:
+        return []
+    if len(hits) == 1:
+        h = hits[0]
+        return [RunWarning(code, f"{_where(h)}: {prefix}{h.text}{suffix}", h.cell)]
+    worst = sorted(hits, key=lambda h: h.severity, reverse=True)
+    shown = "; ".join(f"{_where(h)}: {h.text}" for h in worst[:MAX_CELL_WARNINGS])
+    more = len(hits) - MAX_CELL_WARNINGS
+    rest = f"; +{more} more: {where}" if more > 0 else ""
+    message = f"{summary} in {len(hits)} of {n_cells} cells{suffix}: {shown}{rest}"
     return [RunWarning(code, message)]
 
 
