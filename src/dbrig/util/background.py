@@ -34,6 +34,8 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, TypeVar
 
+from dbrig.util.signals import die_of_stop_signals
+
 T = TypeVar("T")
 
 _PR_SET_PDEATHSIG = 1
@@ -176,8 +178,7 @@ def shared_jobs(
 def _child(fn: Callable[[], object], write: int, parent: int) -> None:
     code = 0
     try:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        die_of_stop_signals()
         _die_with_parent(parent)
         try:
             payload = pickle.dumps((True, fn()))
