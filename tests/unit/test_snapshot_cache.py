@@ -261,7 +261,10 @@ def test_a_corrupt_entry_is_said_once_and_replaced_by_the_next_store(tmp_path: P
     assert not cache.fetch(key("a"), target)
     warned = [line for line in said if str(record) in line]
     assert len(warned) == 1 and "unreadable" in warned[0], said
+    found = sc.corrupt_entry(cache.root, key("a"))  # what a dry run can name
+    assert found is not None and found.record == record and "JSONDecodeError" in found.problem
     assert cache.store(key("a"), snapshot_of(tmp_path, "data-a2"))
+    assert sc.corrupt_entry(cache.root, key("a")) is None
     assert cache.fetch(key("a"), target)
     assert [e.key for e in cache.entries()] == [key("a")] and cache.corrupt() == []
 
@@ -276,6 +279,24 @@ def test_a_corrupt_entry_counts_against_the_maximum_and_is_evicted_first(
     assert cache.store(key("b"), snapshot_of(tmp_path, "data-b"))
     assert cache.corrupt() == [] and [e.key["data_set"] for e in cache.entries()] == ["b"]
     assert any("evicted" in line and "corrupt" in line for line in said), said
+
+
+def test_a_corrupt_entry_is_evicted_first_to_keep_the_filesystem_from_filling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    said: list[str] = []
+    cache = opened(tmp_path, said)
+    corrupt_entry_of(cache, tmp_path, "a")
+    assert cache.store(key("b"), snapshot_of(tmp_path, "data-b"))
+
+    def usage(path: Path) -> sc.shutil._ntuple_diskusage:  # room for one entry of the two
+        used = sc.tree_bytes(cache.root)
+        return sc.shutil._ntuple_diskusage(int(2.6 * MiB), used, int(2.6 * MiB) - used)
+
+    monkeypatch.setattr(sc.shutil, "disk_usage", usage)
+    assert cache.store(key("c"), snapshot_of(tmp_path, "data-c"))
+    assert cache.corrupt() == []
+    assert {e.key["data_set"] for e in cache.entries()} == {"b", "c"}
 
 
 def test_cache_list_shows_a_corrupt_entry_and_prune_removes_it(

@@ -221,7 +221,7 @@ class SnapshotCache:
                 continue
             entry = read_entry(path)
             if entry is None and is_owned(path):
-                entry = Corrupt(path, tree_bytes(path), _record_problem(path))
+                entry = _corrupt(path)
             if entry is not None:
                 found.append(entry)
         return found
@@ -366,7 +366,7 @@ class SnapshotCache:
 
     def _room_on_disk(self, size: int) -> bool:
         while shutil.disk_usage(self.root).free - size < self.reserve_bytes:
-            entries = self.entries()
+            entries: list[Entry | Corrupt] = [*self.corrupt(), *self.entries()]
             if not entries:
                 self.say(
                     f"dbrig: snapshot cache: not keeping a {_gib(size)} snapshot: "
@@ -425,6 +425,19 @@ def cached_entry(root: Path, key: Mapping[str, Any]) -> Entry | None:
     if entry is None or entry.key != json.loads(json.dumps(key)):
         return None
     return entry
+
+
+def corrupt_entry(root: Path, key: Mapping[str, Any]) -> Corrupt | None:
+    """The corrupt entry in ``key``'s place in the cache at ``root``, read only: what a dry
+    run can name (the run prepares that data set and replaces the entry)."""
+    path = root / key_digest(key)
+    if not path.is_dir() or not is_owned(path) or read_entry(path) is not None:
+        return None
+    return _corrupt(path)
+
+
+def _corrupt(path: Path) -> Corrupt:
+    return Corrupt(path, tree_bytes(path), _record_problem(path))
 
 
 def read_entry(path: Path) -> Entry | None:
