@@ -11,10 +11,12 @@ import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
+from dbrig.run import runner
 from dbrig.server import workspace as ws
 from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
@@ -25,6 +27,7 @@ from tests.integration.helpers import (
     only_run_dir,
     read_json,
     run_dbrig,
+    run_main,
     sigkill_dbrig_mid_trial,
     spawn_dbrig,
     sysbench_running_in_a_partial_trial,
@@ -218,3 +221,25 @@ def test_a_closed_terminal_stops_the_run_like_sigterm_and_resume_counts_the_whol
     resumed = run_dbrig("run", "--resume", run, "--no-report")
     assert resumed.code == 0, resumed.err
     assert_complete_run(run, FACTOR, [1], repeat=3)
+
+
+@pytest.mark.integration
+def test_a_hangup_before_the_first_trial_leaves_the_run_interrupted_not_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run directory and run.json exist, no trial has started: a real SIGHUP lands."""
+    listed = runner.pending_trials
+
+    def hang_up_then_list(*args: Any, **kwargs: Any) -> Any:
+        os.kill(os.getpid(), signal.SIGHUP)
+        return listed(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "pending_trials", hang_up_then_list)
+    scenario = write_scenario(tmp_path / "one.yaml", tiny_scenario())
+    result = run_main(["run", str(scenario), "--out", str(tmp_path / "runs")], capsys)
+    assert result.code == 130, result.err
+    run = only_run_dir(tmp_path / "runs")
+    last = result.err.strip().splitlines()[-1]
+    assert last.startswith(f"dbrig: error: interrupted: 0 of 1 trials saved in {run}"), result.err
+    assert read_json(run / "run.json")["status"] == "interrupted"
+    assert "stopping: SIGHUP" in (run / "dbrig.log").read_text()
