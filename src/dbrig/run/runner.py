@@ -8,7 +8,7 @@ parse output; reports only read what the run saved.
 
 A trial that fails (the tool exits non-zero or prints FATAL, the server or
 stress-ng dies, a sampler breaks, the run overruns its time limit) is saved as
-failed with a one-line reason and the run goes on. Ctrl-C and SIGTERM stop
+failed with a one-line reason and the run goes on. Ctrl-C, SIGTERM and SIGHUP stop
 everything that was started, keep every finished trial, and leave the run
 resumable with ``dbrig run --resume``.
 """
