@@ -34,8 +34,6 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, TypeVar
 
-from dbrig.util.signals import die_of_stop_signals
-
 T = TypeVar("T")
 
 _PR_SET_PDEATHSIG = 1
@@ -178,7 +176,10 @@ def shared_jobs(
 def _child(fn: Callable[[], object], write: int, parent: int) -> None:
     code = 0
     try:
-        die_of_stop_signals()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:  # nohup's stays ignored
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
         _die_with_parent(parent)
         try:
             payload = pickle.dumps((True, fn()))

@@ -37,16 +37,6 @@ def stop_on_signals() -> None:
         signal.signal(signal.SIGHUP, _raise_stopped)
 
 
-def die_of_stop_signals() -> None:
-    """For a forked child of dbrig: the stop signals end it as they end any process,
-    instead of raising inside the parent's code it runs (a SIGHUP ignored under nohup
-    stays ignored)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
-        signal.signal(signal.SIGHUP, signal.SIG_DFL)
-
-
 def interrupt_cause(exc: BaseException) -> str:
     """What stopped the run, for dbrig.log: ``SIGHUP (its terminal or ssh session closed)``."""
     signum = exc.signum if isinstance(exc, Stopped) else signal.SIGINT
