@@ -108,7 +108,7 @@ def run_scenario(
         if report:
             _report_after_run(run_dir)
         raise
-    except KeyboardInterrupt as stopped:  # before the first trial: run.json must not stay running
+    except KeyboardInterrupt as stopped:  # outside the trials: run.json must not stay running
         if ours is None:
             raise
         raise runner.stopped_before_trials(ours, plan, stopped) from None
