@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import signal
 import sys
 import traceback
 
@@ -17,7 +18,7 @@ import click
 from click.shell_completion import CompletionItem
 
 from dbrig import __version__, commands, proc
-from dbrig.commands.console import err_console, print_line
+from dbrig.commands.console import err_console, guarded_std_streams, print_line
 from dbrig.errors import (
     EXIT_BAD_INPUT,
     EXIT_BUG,
@@ -25,6 +26,8 @@ from dbrig.errors import (
     EXIT_OK,
     DbrigError,
 )
+
+log = logging.getLogger(__name__)
 
 
 class LazyGroup(click.Group):
@@ -79,10 +82,14 @@ def main(argv: list[str] | None = None) -> None:
     # A log line that cannot be written (a full disk holding dbrig.log) is dropped, not
     # printed as a traceback: the error that matters is reported on its own.
     logging.raiseExceptions = debug
-    try:
-        code = _run_cli(argv, debug)
-    finally:
-        proc.stop_all()
+    # A closed pipe is an error a write returns (EPIPE), never a signal that kills dbrig
+    # mid-run (Python ignores SIGPIPE itself; a process embedding dbrig may not).
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    with guarded_std_streams():
+        try:
+            code = _run_cli(argv, debug)
+        finally:
+            proc.stop_all()
     sys.exit(code)
 
 
@@ -92,11 +99,9 @@ def _run_cli(argv: list[str] | None, debug: bool) -> int:
     except DbrigError as exc:
         if debug:
             traceback.print_exc()
-        print_line(err_console(), f"dbrig: error: {exc}")
-        return exc.exit_code
+        return _said(f"dbrig: error: {exc}", exc.exit_code)
     except (click.exceptions.Abort, KeyboardInterrupt):
-        print_line(err_console(), "dbrig: interrupted")
-        return EXIT_INTERRUPTED
+        return _said("dbrig: interrupted", EXIT_INTERRUPTED)
     except click.UsageError as exc:
         command = exc.ctx.command_path if exc.ctx else "dbrig"
         print_line(err_console(), f"dbrig: error: {exc.format_message()} (see: {command} --help)")
@@ -109,13 +114,20 @@ def _run_cli(argv: list[str] | None, debug: bool) -> int:
     except Exception:
         if debug:
             raise
-        print_line(
-            err_console(),
+        return _said(
             "dbrig: internal error (a bug): "
             f"{traceback.format_exc().strip().splitlines()[-1]}; rerun with --debug",
+            EXIT_BUG,
         )
-        return EXIT_BUG
     return EXIT_OK
+
+
+def _said(line: str, code: int) -> int:
+    """The last line on stderr, and in dbrig.log when the command keeps one (a run's
+    outcome must be there even when nobody reads stderr any more)."""
+    print_line(err_console(), line)
+    log.info("%s (exit %d)", line, code)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

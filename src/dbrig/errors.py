@@ -14,7 +14,7 @@ Exit codes (documented in docs/cli.md):
 3     the environment failed at run time: the server did not start, a
       restore failed, the disk filled
 70    an internal error (a bug): rerun with --debug for the traceback
-130   interrupted (Ctrl-C or SIGTERM); finished cells are saved
+130   interrupted (Ctrl-C, SIGTERM or SIGHUP); finished cells are saved
 ====  =====================================================================
 """
 
@@ -84,6 +84,6 @@ class ParseError(DbrigError):
 
 
 class Interrupted(DbrigError):
-    """Ctrl-C or SIGTERM arrived; everything started has been stopped."""
+    """Ctrl-C, SIGTERM or SIGHUP arrived; everything started has been stopped."""
 
     exit_code = EXIT_INTERRUPTED

@@ -96,18 +96,20 @@ def run_main(args: list[str], capsys: pytest.CaptureFixture[str]) -> CliResult:
     """``dbrig.cli.main(args)`` in this process; it always ends in SystemExit.
 
     The CLI is written for a process of its own: it adds a log file handler, turns
-    stream handlers down and installs a SIGTERM handler. Undo that, so the next
+    stream handlers down and installs handlers of Ctrl-C, SIGTERM and SIGHUP. Undo that, so the next
     in-process call does not write into this run's dbrig.log.
     """
     root = logging.getLogger()
     saved_handlers = [(h, h.level) for h in root.handlers]
     saved_level = root.level
-    saved_sigterm = signal.getsignal(signal.SIGTERM)
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    saved_stops = {signum: signal.getsignal(signum) for signum in stops}
     try:
         with pytest.raises(SystemExit) as exited:
             main(args)
     finally:
-        signal.signal(signal.SIGTERM, saved_sigterm)
+        for signum, handler in saved_stops.items():
+            signal.signal(signum, handler)
         for handler in root.handlers[:]:
             if all(handler is not h for h, _ in saved_handlers):
                 root.removeHandler(handler)

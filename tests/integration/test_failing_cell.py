@@ -79,6 +79,15 @@ def test_a_failing_cell_is_saved_as_failed_and_the_run_goes_on(
     assert_data_removed(run)
     assert "failed" in result.out  # the result table has a column for the reasons
 
+    # Nothing left to run, but the run still holds a failed trial: not a success.
+    resumed = run_main(["run", "--resume", str(run), "--no-report"], capsys)
+    assert resumed.code == 1, resumed.err
+    assert "dbrig: 0 trials" in resumed.err
+    assert (
+        f"dbrig: 1 of 2 trials failed (rerun them with: dbrig run --resume {run} --retry-failed)"
+        in resumed.err
+    )
+
 
 @pytest.mark.integration
 def test_a_server_config_that_never_starts_fails_every_trial_with_the_server_s_reason(

@@ -88,3 +88,16 @@ def test_a_second_run_with_the_cache_skips_init_and_prepare(
     assert prepared[1] == []
     entries = sc.SnapshotCache.open(cache).entries()
     assert len(entries) == 1 and entries[0].bytes > 0
+
+    # A corrupt entry.json: said once, naming the file; prepared again; the entry replaced.
+    record = entries[0].path / "entry.json"
+    record.write_text("{")
+    out = tmp_path / "third"
+    args = ["run", str(path), "--out", str(out), "--no-report", "--snapshot-cache", str(cache)]
+    result = run_main(args, capsys)
+    assert result.code == 0, result.err
+    warned = [line for line in result.err.splitlines() if str(record) in line]
+    assert len(warned) == 1 and "unreadable" in warned[0], result.err
+    assert ": loaded in " in result.err
+    replaced = sc.SnapshotCache.open(cache)
+    assert replaced.corrupt() == [] and [e.name for e in replaced.entries()] == [entries[0].name]

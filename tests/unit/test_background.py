@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dbrig.util.background import Background, SharedJobs, in_background, shared_jobs
+from dbrig.util.signals import stop_on_signals
 
 
 def _pid_and_square() -> tuple[int, int]:
@@ -133,3 +134,22 @@ def test_leaving_a_pool_early_kills_and_reaps_its_child() -> None:
 def test_more_jobs_than_a_pipe_page_holds_are_refused() -> None:
     with pytest.raises(ValueError, match="at most 1024"):
         SharedJobs([_pid_and_square] * 1025, fork=False)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_ends_the_child_not_the_callers_code_in_it(signum: int) -> None:
+    """The child inherits dbrig's handlers that raise a stop (SIGHUP's among them): it must
+    die of the signal, not hand the parent an interrupt it never got."""
+    signums = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    before = {s: signal.getsignal(s) for s in signums}
+    stop_on_signals()
+    try:
+        with in_background(_sleeps, fork=True) as job:
+            assert job.pid is not None
+            time.sleep(0.2)  # the child sets its handlers first thing
+            os.kill(job.pid, signum)
+            with pytest.raises(RuntimeError, match=f"signal {int(signum)}"):
+                job.result()
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)

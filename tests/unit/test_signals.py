@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from dbrig.util.signals import HeldSignals, interrupts_held
+from dbrig.util.signals import HeldSignals, interrupt_cause, interrupts_held, stop_on_signals
 
 
 class Terminated(Exception):
@@ -143,3 +143,51 @@ def test_a_signal_while_the_holds_go_out_is_held_or_handled_not_lost(
     with pytest.raises(Terminated):
         held.deliver()
     _assert_handlers_back()
+
+
+@pytest.fixture
+def stop_handlers() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP as they were before the test."""
+    signums = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    before = {s: signal.getsignal(s) for s in signums}
+    yield
+    for signum, handler in before.items():
+        signal.signal(signum, handler)
+
+
+@pytest.mark.parametrize(
+    "signum, words",
+    [
+        (signal.SIGINT, "Ctrl-C"),
+        (signal.SIGTERM, "SIGTERM"),
+        (signal.SIGHUP, "terminal or ssh session closed"),
+    ],
+)
+def test_each_stop_signal_interrupts_and_says_which(
+    stop_handlers: None, signum: int, words: str
+) -> None:
+    stop_on_signals()
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        os.kill(os.getpid(), signum)
+        signal.getsignal(signum)  # a bytecode boundary for the handler to run at
+    assert words in interrupt_cause(stopped.value)
+
+
+def test_a_hangup_ignored_as_nohup_does_stays_ignored(stop_handlers: None) -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    stop_on_signals()
+    assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    os.kill(os.getpid(), signal.SIGHUP)
+    signal.getsignal(signal.SIGHUP)
+
+
+def test_a_hangup_is_held_like_ctrl_c(stop_handlers: None) -> None:
+    stop_on_signals()
+    held = HeldSignals()
+    with interrupts_held(held):
+        os.kill(os.getpid(), signal.SIGHUP)
+        signal.getsignal(signal.SIGHUP)
+    assert held.signals == [signal.SIGHUP]
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        held.deliver()
+    assert "SIGHUP" in interrupt_cause(stopped.value)

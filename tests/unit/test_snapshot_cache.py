@@ -241,3 +241,87 @@ def test_a_dry_run_says_which_data_sets_the_cache_holds_and_creates_nothing(
     assert line.endswith("no init, no prepare")
     assert "  " + line in list(describe(plan, view))
     assert CacheView(root, {}).line(plan, "default", digest) is None  # no server binary
+
+
+def corrupt_entry_of(cache: sc.SnapshotCache, tmp_path: Path, data_set: str) -> Path:
+    """An entry stored whole, then its entry.json cut short (a crash of the filesystem, an
+    editor): the folder is dbrig's, its record unreadable."""
+    assert cache.store(key(data_set), snapshot_of(tmp_path, f"data-{data_set}"))
+    record = cache.root / sc.key_digest(key(data_set)) / "entry.json"
+    record.write_text('{"key": {"binary"')
+    return record
+
+
+def test_a_corrupt_entry_is_said_once_and_replaced_by_the_next_store(tmp_path: Path) -> None:
+    said: list[str] = []
+    cache = opened(tmp_path, said)
+    record = corrupt_entry_of(cache, tmp_path, "a")
+    target = tmp_path / "run2" / "data-a"
+    assert not cache.fetch(key("a"), target) and not target.exists()
+    assert not cache.fetch(key("a"), target)
+    warned = [line for line in said if str(record) in line]
+    assert len(warned) == 1 and "unreadable" in warned[0], said
+    found = sc.corrupt_entry(cache.root, key("a"))  # what a dry run can name
+    assert found is not None and found.record == record and "JSONDecodeError" in found.problem
+    assert cache.store(key("a"), snapshot_of(tmp_path, "data-a2"))
+    assert sc.corrupt_entry(cache.root, key("a")) is None
+    assert cache.fetch(key("a"), target)
+    assert [e.key for e in cache.entries()] == [key("a")] and cache.corrupt() == []
+
+
+def test_a_corrupt_entry_counts_against_the_maximum_and_is_evicted_first(
+    tmp_path: Path,
+) -> None:
+    said: list[str] = []
+    cache = opened(tmp_path, said, max_bytes=int(1.5 * MiB))
+    corrupt_entry_of(cache, tmp_path, "a")
+    assert cache.total_bytes() > MiB  # its MiB are on disk, so they count
+    assert cache.store(key("b"), snapshot_of(tmp_path, "data-b"))
+    assert cache.corrupt() == [] and [e.key["data_set"] for e in cache.entries()] == ["b"]
+    assert any("evicted" in line and "corrupt" in line for line in said), said
+
+
+def test_a_corrupt_entry_is_evicted_first_to_keep_the_filesystem_from_filling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    said: list[str] = []
+    cache = opened(tmp_path, said)
+    corrupt_entry_of(cache, tmp_path, "a")
+    assert cache.store(key("b"), snapshot_of(tmp_path, "data-b"))
+
+    def usage(path: Path) -> sc.shutil._ntuple_diskusage:  # room for one entry of the two
+        used = sc.tree_bytes(cache.root)
+        return sc.shutil._ntuple_diskusage(int(2.6 * MiB), used, int(2.6 * MiB) - used)
+
+    monkeypatch.setattr(sc.shutil, "disk_usage", usage)
+    assert cache.store(key("c"), snapshot_of(tmp_path, "data-c"))
+    assert cache.corrupt() == []
+    assert {e.key["data_set"] for e in cache.entries()} == {"b", "c"}
+
+
+def test_cache_list_shows_a_corrupt_entry_and_prune_removes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = opened(tmp_path, [])
+    record = corrupt_entry_of(cache, tmp_path, "a")
+    cache.store(key("b"), snapshot_of(tmp_path, "data-b"))
+    code, out, _ = dbrig(["cache", "list", "--snapshot-cache", str(cache.root)], capsys)
+    assert code == 0, out
+    assert "2 entries (1 corrupt)" in out and "data set b" in out
+    corrupt_line = next(line for line in out.splitlines() if "corrupt:" in line)
+    assert str(record) in corrupt_line
+    code, out, _ = dbrig(["cache", "prune", "--snapshot-cache", str(cache.root)], capsys)
+    assert code == 0 and "removed 2 entries" in out
+    assert not record.parent.exists() and cache.entries() == []
+
+
+def test_a_folder_without_dbrigs_marker_in_the_cache_is_never_removed(tmp_path: Path) -> None:
+    said: list[str] = []
+    cache = opened(tmp_path, said)
+    foreign = cache.root / sc.key_digest(key("a"))
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("someone else's")
+    assert not cache.store(key("a"), snapshot_of(tmp_path, "data-a"))
+    assert cache.prune() == [] and cache.corrupt() == []
+    assert (foreign / "notes.txt").read_text() == "someone else's"
+    assert any(str(foreign) in line and "not made by dbrig" in line for line in said), said

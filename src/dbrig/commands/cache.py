@@ -19,6 +19,7 @@ from dbrig.server.cache import (
     DEFAULT_MAX_BYTES,
     ENV_DIR,
     ENV_MAX,
+    Corrupt,
     Entry,
     SnapshotCache,
     check_cache_dir,
@@ -65,13 +66,16 @@ def check_cache_options(
         )
 
 
-def list_entries(directory: Path) -> list[Entry]:
-    return _existing(directory).entries()
+def list_entries(directory: Path) -> list[Entry | Corrupt]:
+    """Corrupt entries first (they are removed first), then least recently used first."""
+    cache = _existing(directory)
+    return [*cache.corrupt(), *cache.entries()]
 
 
-def prune_entries(directory: Path, keep: str | None = None) -> list[Entry]:
+def prune_entries(directory: Path, keep: str | None = None) -> list[Entry | Corrupt]:
     keep_bytes = 0 if keep is None else cache_max_bytes(keep, "--keep")
-    return _existing(directory).prune(keep_bytes)
+    cache = _existing(directory)
+    return [*cache.remove_corrupt(), *cache.prune(keep_bytes)]
 
 
 def _existing(directory: Path) -> SnapshotCache:
@@ -80,7 +84,12 @@ def _existing(directory: Path) -> SnapshotCache:
     return SnapshotCache.open(directory, say=lambda line: print_line(err_console(), line))
 
 
-def _entry_line(entry: Entry) -> str:
+def _entry_line(entry: Entry | Corrupt) -> str:
+    if isinstance(entry, Corrupt):
+        return (
+            f"{entry.name}  {entry.bytes / 2**30:7.2f} GiB  corrupt: {entry.record} "
+            f"unreadable ({entry.problem}); never used, removed by dbrig cache prune"
+        )
     key = entry.key
     binary = key.get("binary", {})
     used = dt.datetime.fromtimestamp(entry.used).strftime("%Y-%m-%d %H:%M")
@@ -115,7 +124,9 @@ def cache_list_command(directory: Path) -> None:
     for entry in entries:
         print_line(out_console(), _entry_line(entry))
     total = sum(e.bytes for e in entries)
-    print_line(out_console(), f"{len(entries)} entries, {total / 2**30:.2f} GiB in {directory}")
+    corrupt = sum(isinstance(e, Corrupt) for e in entries)
+    count = f"{len(entries)} entries" + (f" ({corrupt} corrupt)" if corrupt else "")
+    print_line(out_console(), f"{count}, {total / 2**30:.2f} GiB in {directory}")
 
 
 @cache_command.command("prune")

@@ -1,5 +1,10 @@
 """Consoles and one-line output: all ``dbrig`` needs to report an error, so the command
-line can answer ``--version``, ``--help`` and completion without loading a command."""
+line can answer ``--version``, ``--help`` and completion without loading a command.
+
+Both consoles write to ``sys.stdout`` and ``sys.stderr`` as they are at each print, which
+``cli.main`` guards (:func:`guarded_std_streams`): a stream closed under dbrig (a pipe's
+reader gone, a terminal hung up) drops what is printed instead of raising.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,16 @@ import sys
 
 from rich.console import Console
 from rich.text import Text
+
+from dbrig.util.streams import closed_streams, guarded_std_streams
+
+__all__ = [
+    "closed_streams",
+    "err_console",
+    "guarded_std_streams",
+    "out_console",
+    "print_line",
+]
 
 
 def out_console() -> Console:

@@ -10,11 +10,9 @@ import contextlib
 import datetime as dt
 import json
 import logging
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.console import Console
@@ -25,7 +23,7 @@ from dbrig import scenario, store
 from dbrig.commands._common import print_warnings
 from dbrig.commands.cache import check_cache_options, open_cache
 from dbrig.commands.completion import complete_run_dir, complete_scenario
-from dbrig.commands.console import err_console, out_console, print_line
+from dbrig.commands.console import closed_streams, err_console, out_console, print_line
 from dbrig.commands.show import print_results
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, Interrupted
 from dbrig.report import run_warnings, write_report
@@ -35,11 +33,15 @@ from dbrig.run.progress import TERMINAL_EVERY_S, LiveLine
 from dbrig.scenario import shipped
 from dbrig.server.cache import ENV_DIR, ENV_MAX
 from dbrig.server.workspace import clone_workspace
+from dbrig.util.signals import stop_on_signals
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """What ``dbrig run`` did: the run directory and how its trials ended."""
+    """What ``dbrig run`` did: the run directory and how the whole run's trials ended (a
+    resumed run's too, not only the trials this invocation ran)."""
 
     run_dir: Path
     total: int
@@ -69,6 +71,8 @@ def run_scenario(
     :mod:`dbrig.scenario.shard`); a resumed shard run keeps its saved shard. ``overrides``
     are ``--set KEY=VALUE`` texts (:mod:`dbrig.scenario.overrides`)."""
     plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed, shard, overrides)
+    stop_on_signals()  # Ctrl-C, SIGTERM and SIGHUP: stop everything started, keep the rest
+    ours: store.RunDir | None = None  # the run directory, once this invocation runs it
     try:
         with contextlib.ExitStack() as held:
             # The lock first: a refused second --resume must not touch the run at all.
@@ -78,16 +82,14 @@ def run_scenario(
             resolved = plan_run(plan, run_dir, out, keep_data=keep_data, retry_failed=retry_failed)
             cache = open_cache(snapshot_cache, snapshot_cache_max, say)
             if run_dir is None:
-                run_dir = runner.start_run(resolved, dt.datetime.now().astimezone())
+                run_dir = ours = runner.start_run(resolved, dt.datetime.now().astimezone())
                 held.enter_context(run_dir.lock())
             else:
                 run_dir.update_saved(status="running")
+                ours = run_dir
             _log_to(run_dir.path / "dbrig.log")
             trials = list(resolved.trials)
             say(f"dbrig: {len(trials)} trials -> {run_dir.path}")
-            signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-            # Explicitly: a background job of a script starts with SIGINT ignored.
-            signal.signal(signal.SIGINT, signal.default_int_handler)
             data_root = held.enter_context(clone_workspace(run_dir.path, resolved.image_bytes))
             result = runner.Runner(
                 resolved,
@@ -103,10 +105,18 @@ def run_scenario(
         if report:
             _report_after_run(run_dir)
         raise
+    except KeyboardInterrupt as stopped:  # outside the trials: run.json must not stay running
+        if ours is None:
+            raise
+        raise runner.stopped_before_trials(ours, plan, stopped) from None
     print_results(run_dir)
     print_line(out_console(), f"saved: {result.run_dir}")
     page = _report_after_run(run_dir) if report else None
-    return RunOutcome(result.run_dir, result.total, result.ok, result.failed, page)
+    saved = run_dir.saved()
+    failed = saved.trials_failed or 0
+    return RunOutcome(
+        result.run_dir, len(saved.trials), (saved.trials_saved or 0) - failed, failed, page
+    )
 
 
 def plan_run(
@@ -246,12 +256,10 @@ def resume_plan(resume_dir: Path) -> tuple[store.RunDir, scenario.Plan]:
     return run_dir, plan
 
 
-def _sigterm_as_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def _emit(line: str) -> None:
     print_line(err_console(), line)
+    if "stderr" in closed_streams():
+        log.info("%s", line)  # nobody reads stderr any more: dbrig.log keeps the progress
 
 
 class _TerminalLine:
@@ -296,6 +304,8 @@ def _log_to(path: Path) -> None:
     for h in root.handlers:
         if h is not handler and isinstance(h, logging.StreamHandler):
             h.setLevel(max(h.level, logging.WARNING))
+    for name, why in closed_streams().items():  # closed before there was a log to say so
+        log.info("%s is closed (%s): dbrig goes on without it", name, why)
 
 
 def print_dry_run(resolved: run_plan.RunPlan, snapshot_cache: Path | None = None) -> None:
@@ -420,6 +430,12 @@ def run_command(
         snapshot_cache_max=snapshot_cache_max,
         overrides=overrides,
     )
+    log.info("run ended: %d of %d trials ok, %d failed", outcome.ok, outcome.total, outcome.failed)
     if outcome.failed:
-        print_line(err_console(), f"dbrig: {outcome.failed} of {outcome.total} trials failed")
+        line = (
+            f"dbrig: {outcome.failed} of {outcome.total} trials failed "
+            f"(rerun them with: dbrig run --resume {outcome.run_dir} --retry-failed)"
+        )
+        print_line(err_console(), line)
+        log.info("%s (exit %d)", line, EXIT_CELLS_FAILED)
         raise SystemExit(EXIT_CELLS_FAILED)

@@ -8,7 +8,7 @@ parse output; reports only read what the run saved.
 
 A trial that fails (the tool exits non-zero or prints FATAL, the server or
 stress-ng dies, a sampler breaks, the run overruns its time limit) is saved as
-failed with a one-line reason and the run goes on. Ctrl-C and SIGTERM stop
+failed with a one-line reason and the run goes on. Ctrl-C, SIGTERM and SIGHUP stop
 everything that was started, keep every finished trial, and leave the run
 resumable with ``dbrig run --resume``.
 """
@@ -44,6 +44,7 @@ from dbrig.scenario import ExternalServer, ManagedServer, Plan, Trial
 from dbrig.server.cache import SnapshotCache
 from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle
 from dbrig.util import files as util_files
+from dbrig.util.signals import interrupt_cause
 
 log = logging.getLogger(__name__)
 
@@ -154,8 +155,9 @@ class Runner:
                 progress.finished(trial, record.status, self._detail(record))
                 ok += record.status == "ok"
                 failed += record.status != "ok"
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stopped:
             ended = "interrupted"
+            log.info("stopping: %s", interrupt_cause(stopped))
         except BaseException:
             ended = "aborted"  # a bug or the environment: keep the data for --resume
             raise
@@ -166,13 +168,7 @@ class Runner:
             self.run.path, len(trials), ok, failed, len(trials) - ok - failed, interrupted
         )
         if interrupted:
-            # Count from disk: the signal may land after a trial was saved, before it was counted.
-            saved = set(self.run.trial_ids())
-            done = sum(t.id in saved for t in trials)
-            raise Interrupted(
-                f"interrupted: {done} of {len(trials)} trials saved in {self.run.path}",
-                hint=f"continue with: dbrig run --resume {self.run.path}",
-            )
+            raise interrupted_run(self.run, self.plan)
         return summary
 
     def _execute_one(
@@ -247,6 +243,28 @@ class Runner:
         )
         if pending_interrupt is not None and ended == "complete":
             raise pending_interrupt
+
+
+def interrupted_run(run: store.RunDir, plan: Plan) -> Interrupted:
+    """The error an interrupted run ends with, counting the whole run's trials (a resumed
+    run's earlier ones too) in run.json's order, from disk: the signal may land after a
+    trial was saved, before it was counted."""
+    order = run.saved().trials or tuple(t.id for t in plan.trials)
+    saved = set(run.trial_ids())
+    done = sum(trial_id in saved for trial_id in order)
+    return Interrupted(
+        f"interrupted: {done} of {len(order)} trials saved in {run.path}",
+        hint=f"continue with: dbrig run --resume {run.path}",
+    )
+
+
+def stopped_before_trials(run: store.RunDir, plan: Plan, stopped: BaseException) -> Interrupted:
+    """A stop signal after run.json said ``running`` but outside the trials (before the
+    first, or while a complete run cleaned up): run.json must not stay ``running``."""
+    log.info("stopping: %s", interrupt_cause(stopped))
+    if run.saved().status == "running":  # not a run that ended complete just before
+        run.update_saved(status="interrupted", finished_at=dt.datetime.now(dt.UTC).isoformat())
+    return interrupted_run(run, plan)
 
 
 def start_run(resolved: RunPlan, now: dt.datetime) -> store.RunDir:

@@ -16,8 +16,11 @@ bytes, when it was made). The key is:
 An entry is written under ``.incoming-<key>-<pid>`` and renamed when complete:
 an interrupted store is never used (the next open removes it once its process is
 gone). On use the copy's digest is checked against ``entry.json``; a mismatch
-discards the entry with a warning and the data is prepared again. The cache is
-bounded (``max_bytes``: least recently used entries are evicted first) and
+discards the entry with a warning and the data is prepared again. An entry whose
+``entry.json`` is unreadable (cut short, edited) is *corrupt*: said once, in a line
+naming the file, listed and counted as such, evicted first, removed by ``cache prune``
+and replaced by the next store of its key; only ever a folder carrying dbrig's
+marker. The cache is bounded (``max_bytes``: least recently used entries are evicted first) and
 never fills its filesystem: an entry that would leave less than ``reserve_bytes``
 free is skipped, and said so.
 """
@@ -154,6 +157,24 @@ class Entry:
         return self.path.name
 
 
+@dataclass(frozen=True)
+class Corrupt:
+    """A folder of dbrig's in the cache whose ``entry.json`` cannot be read: never used,
+    but its bytes are on disk, so it counts against the maximum until it is removed."""
+
+    path: Path
+    bytes: int
+    problem: str
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def record(self) -> Path:
+        return self.path / _ENTRY
+
+
 class SnapshotCache:
     """A directory of prepared snapshots, each under the digest of its key."""
 
@@ -186,23 +207,34 @@ class SnapshotCache:
 
     def entries(self) -> list[Entry]:
         """Complete entries, least recently used first."""
-        found = []
-        for path in self.root.iterdir():
+        found = [e for e in self._scan() if isinstance(e, Entry)]
+        return sorted(found, key=lambda e: e.used)
+
+    def corrupt(self) -> list[Corrupt]:
+        """dbrig's entry folders whose ``entry.json`` is missing or unreadable."""
+        return [e for e in self._scan() if isinstance(e, Corrupt)]
+
+    def _scan(self) -> list[Entry | Corrupt]:
+        found: list[Entry | Corrupt] = []
+        for path in sorted(self.root.iterdir()):
             if path.name.startswith(".") or not path.is_dir():
                 continue
             entry = read_entry(path)
+            if entry is None and is_owned(path):
+                entry = _corrupt(path)
             if entry is not None:
                 found.append(entry)
-        return sorted(found, key=lambda e: e.used)
+        return found
 
     def total_bytes(self) -> int:
-        return sum(e.bytes for e in self.entries())
+        return sum(e.bytes for e in self._scan())
 
     def fetch(self, key: Mapping[str, Any], target: Path) -> bool:
         """Copy the entry for ``key`` (cloned where possible) to a new snapshot ``target``;
         False on a miss or a damaged entry (then discarded, with a warning)."""
         entry = cached_entry(self.root, key)
         if entry is None:
+            self._say_if_corrupt(self.root / key_digest(key))
             return False
         path = entry.path
         self._say_once_if_not_cloning(target.parent)
@@ -231,8 +263,8 @@ class SnapshotCache:
     def store(self, key: Mapping[str, Any], snapshot: Path) -> bool:
         """Keep a copy of ``snapshot`` under ``key``; False (and said why) if it is skipped."""
         name = key_digest(key)
-        if (self.root / name).exists():
-            return True
+        if (self.root / name).exists() and not self._replaceable(self.root / name):
+            return read_entry(self.root / name) is not None
         size = tree_bytes(snapshot)
         if size > self.max_bytes:
             self.say(
@@ -270,10 +302,11 @@ class SnapshotCache:
         }
         write_json_atomic(incoming / _ENTRY, record)
 
-    def prune(self, keep_bytes: int = 0) -> list[Entry]:
-        """Remove least recently used entries until at most ``keep_bytes`` remain."""
-        removed = []
-        entries = self.entries()
+    def prune(self, keep_bytes: int = 0) -> list[Entry | Corrupt]:
+        """Remove entries until at most ``keep_bytes`` remain: corrupt ones first (never
+        used, so never worth keeping), then the least recently used."""
+        removed: list[Entry | Corrupt] = []
+        entries: list[Entry | Corrupt] = [*self.corrupt(), *self.entries()]
         total = sum(e.bytes for e in entries)
         for entry in entries:
             if total <= keep_bytes:
@@ -283,18 +316,57 @@ class SnapshotCache:
             removed.append(entry)
         return removed
 
+    def remove_corrupt(self) -> list[Corrupt]:
+        """Remove every corrupt entry, whatever room is left."""
+        removed = self.corrupt()
+        for corrupt in removed:
+            self._remove(corrupt.path)
+        return removed
+
     # -- internals ----------------------------------------------------------------------
 
     def _evict_for(self, size: int) -> None:
         for entry in self.prune(keep_bytes=self.max_bytes - size):
+            why = "corrupt" if isinstance(entry, Corrupt) else "least recently used"
             self.say(
-                f"dbrig: snapshot cache: evicted {entry.name} ({_gib(entry.bytes)}, least "
-                "recently used) to stay under its maximum"
+                f"dbrig: snapshot cache: evicted {entry.name} ({_gib(entry.bytes)}, {why}) "
+                "to stay under its maximum"
             )
+
+    def _replaceable(self, path: Path) -> bool:
+        """Whether the folder of a key being stored is a corrupt entry of dbrig's (said,
+        then removed to be written again). A complete entry is kept; a folder dbrig did
+        not make is never touched, and said so."""
+        if read_entry(path) is not None:
+            return False
+        if not is_owned(path):
+            self._say_once(
+                f"foreign:{path}",
+                f"dbrig: warning: snapshot cache: not keeping a snapshot in {path}: "
+                "that folder was not made by dbrig (no .dbrig-owned marker); remove it yourself",
+            )
+            return False
+        self._say_if_corrupt(path)
+        self._remove(path)
+        return True
+
+    def _say_if_corrupt(self, path: Path) -> None:
+        if path.is_dir() and is_owned(path) and read_entry(path) is None:
+            self._say_once(
+                f"corrupt:{path}",
+                f"dbrig: warning: snapshot cache: {path / _ENTRY} is unreadable "
+                f"({_record_problem(path)}): the data set is prepared again and the entry "
+                "replaced",
+            )
+
+    def _say_once(self, what: str, line: str) -> None:
+        if what not in self._said:
+            self._said.add(what)
+            self.say(line)
 
     def _room_on_disk(self, size: int) -> bool:
         while shutil.disk_usage(self.root).free - size < self.reserve_bytes:
-            entries = self.entries()
+            entries: list[Entry | Corrupt] = [*self.corrupt(), *self.entries()]
             if not entries:
                 self.say(
                     f"dbrig: snapshot cache: not keeping a {_gib(size)} snapshot: "
@@ -325,12 +397,12 @@ class SnapshotCache:
 
     def _say_once_if_not_cloning(self, other: Path) -> None:
         other.mkdir(parents=True, exist_ok=True)
-        if "filesystem" in self._said or os.stat(other).st_dev == os.stat(self.root).st_dev:
+        if os.stat(other).st_dev == os.stat(self.root).st_dev:
             return
-        self._said.add("filesystem")
-        self.say(
+        self._say_once(
+            "filesystem",
             f"dbrig: snapshot cache {self.root} is on another filesystem than {other}: "
-            "snapshots are copied to and from it, not cloned"
+            "snapshots are copied to and from it, not cloned",
         )
 
 
@@ -355,21 +427,53 @@ def cached_entry(root: Path, key: Mapping[str, Any]) -> Entry | None:
     return entry
 
 
+def corrupt_entry(root: Path, key: Mapping[str, Any]) -> Corrupt | None:
+    """The corrupt entry in ``key``'s place in the cache at ``root``, read only: what a dry
+    run can name (the run prepares that data set and replaces the entry)."""
+    path = root / key_digest(key)
+    if not path.is_dir() or not is_owned(path) or read_entry(path) is not None:
+        return None
+    return _corrupt(path)
+
+
+def _corrupt(path: Path) -> Corrupt:
+    return Corrupt(path, tree_bytes(path), _record_problem(path))
+
+
 def read_entry(path: Path) -> Entry | None:
     """The entry kept in ``path``, or None when its ``entry.json`` is missing or unreadable."""
     try:
-        data = json.loads((path / _ENTRY).read_text())
-        used = (path / _ENTRY).stat().st_mtime
-        return Entry(
-            path,
-            dict(data["key"]),
-            int(data["bytes"]),
-            str(data["digest"]),
-            float(data["created"]),
-            used,
-        )
-    except (OSError, ValueError, TypeError, KeyError):
+        return _parse_entry(path)
+    except _UNREADABLE:
         return None
+
+
+def _parse_entry(path: Path) -> Entry:
+    data = json.loads((path / _ENTRY).read_text())
+    used = (path / _ENTRY).stat().st_mtime
+    return Entry(
+        path,
+        dict(data["key"]),
+        int(data["bytes"]),
+        str(data["digest"]),
+        float(data["created"]),
+        used,
+    )
+
+
+_UNREADABLE = (OSError, ValueError, TypeError, KeyError)
+
+
+def _record_problem(path: Path) -> str:
+    """Why the entry.json in ``path`` cannot be read, in a few words."""
+    try:
+        _parse_entry(path)
+    except FileNotFoundError:
+        return "missing"
+    except _UNREADABLE as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    return "readable"
 
 
 def _gib(size: int) -> str:

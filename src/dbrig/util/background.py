@@ -10,7 +10,7 @@ once the caller is free, so neither core waits for the other at the end.
 The child is not a tool: it runs dbrig's own code and ends with ``os._exit``, so it
 never returns into the caller's stack, flushes nothing of the parent's and runs no
 ``atexit`` handler. It dies with the parent (``PR_SET_PDEATHSIG``, so a SIGKILLed
-dbrig leaves no child), takes the default action on Ctrl-C and SIGTERM (the
+dbrig leaves no child), takes the default action on Ctrl-C, SIGTERM and SIGHUP (the
 parent's handlers would stop the parent's children), and leaving the ``with``
 block without its result kills and reaps it.
 
@@ -178,6 +178,8 @@ def _child(fn: Callable[[], object], write: int, parent: int) -> None:
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:  # nohup's stays ignored
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
         _die_with_parent(parent)
         try:
             payload = pickle.dumps((True, fn()))

@@ -1,4 +1,5 @@
-"""Ctrl-C and SIGTERM held across a step that must not be cut in two, then delivered."""
+"""Ctrl-C, SIGTERM and SIGHUP: each stops a run cleanly (:func:`stop_on_signals`), and is
+held across a step that must not be cut in two, then delivered."""
 
 from __future__ import annotations
 
@@ -8,7 +9,42 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-HELD = (signal.SIGINT, signal.SIGTERM)
+HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+_CAUSES = {
+    signal.SIGINT: "Ctrl-C (SIGINT)",
+    signal.SIGTERM: "SIGTERM",
+    signal.SIGHUP: "SIGHUP (its terminal or ssh session closed)",
+}
+
+
+class Stopped(KeyboardInterrupt):
+    """A stop signal arrived: raised where the main thread was, like Ctrl-C's
+    KeyboardInterrupt, so every ``except KeyboardInterrupt`` cleans up alike."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def stop_on_signals() -> None:
+    """Ctrl-C, SIGTERM and SIGHUP (a dropped terminal or ssh session) raise
+    :class:`Stopped`. Ctrl-C even when ignored: a background job of a script starts with
+    SIGINT ignored. SIGHUP not when ignored: that is ``nohup``, asking to run on."""
+    signal.signal(signal.SIGINT, _raise_stopped)
+    signal.signal(signal.SIGTERM, _raise_stopped)
+    if signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, _raise_stopped)
+
+
+def interrupt_cause(exc: BaseException) -> str:
+    """What stopped the run, for dbrig.log: ``SIGHUP (its terminal or ssh session closed)``."""
+    signum = exc.signum if isinstance(exc, Stopped) else signal.SIGINT
+    return _CAUSES.get(signum, signal.Signals(signum).name)
+
+
+def _raise_stopped(signum: int, frame: Any) -> None:
+    raise Stopped(signum)
 
 
 class HeldSignals:
@@ -32,7 +68,7 @@ class HeldSignals:
 
 @contextlib.contextmanager
 def interrupts_held(held: HeldSignals) -> Iterator[HeldSignals]:
-    """Hold Ctrl-C and SIGTERM inside the block; the caller delivers them after it.
+    """Hold Ctrl-C, SIGTERM and SIGHUP inside the block; the caller delivers them after it.
 
     Starting a child (Popen waits for the exec: an interrupt there loses the child,
     unregistered) and making a folder with its ownership marker (an interrupt between
@@ -47,7 +83,8 @@ def interrupts_held(held: HeldSignals) -> Iterator[HeldSignals]:
     if threading.current_thread() is not threading.main_thread():
         yield held
         return
-    previous = {s: h for s in HELD if (h := signal.getsignal(s)) is not None}
+    # An ignored signal stays ignored (SIGHUP under nohup): nothing to hold.
+    previous = {s: h for s in HELD if (h := signal.getsignal(s)) not in (None, signal.SIG_IGN)}
     try:
         _install_all(dict.fromkeys(previous, held.hold))
         yield held
