@@ -241,6 +241,11 @@ def test_a_dry_run_says_which_data_sets_the_cache_holds_and_creates_nothing(
     assert line.endswith("no init, no prepare")
     assert "  " + line in list(describe(plan, view))
     assert CacheView(root, {}).line(plan, "default", digest) is None  # no server binary
+    record = root / sc.key_digest(entry_key) / "entry.json"
+    record.write_text(record.read_text()[:20])  # cut short: the folder stays dbrig's
+    line = view.line(plan, "default", digest)
+    assert line is not None and line.startswith(f"snapshot cache: entry {record} is unreadable")
+    assert line.endswith("prepared again, and the entry replaced")
 
 
 def corrupt_entry_of(cache: sc.SnapshotCache, tmp_path: Path, data_set: str) -> Path:

@@ -20,7 +20,7 @@ from dbrig.run.plan_cells import cell_endpoint
 from dbrig.run.remote import cell_host, display_run
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary
-from dbrig.server.cache import cached_entry, entry_key
+from dbrig.server.cache import cached_entry, corrupt_entry, entry_key
 from dbrig.server.sandbox import my_cnf_lines
 from dbrig.tools.base import WorkloadTool, reconnects_itself
 
@@ -39,7 +39,13 @@ class CacheView:
         binary = self.binaries.get(server)
         if not isinstance(spec, ManagedServer) or spec.host is not None or binary is None:
             return None
-        entry = cached_entry(self.root, entry_key(binary, dict(spec.config), digest))
+        key = entry_key(binary, dict(spec.config), digest)
+        entry = cached_entry(self.root, key)
+        if entry is None and (corrupt := corrupt_entry(self.root, key)) is not None:
+            return (
+                f"snapshot cache: entry {corrupt.path / 'entry.json'} is unreadable "
+                f"({corrupt.problem}): prepared again, and the entry replaced"
+            )
         if entry is None:
             return f"snapshot cache: no entry yet: prepared, then kept in {self.root}"
         used = dt.datetime.fromtimestamp(entry.used).strftime("%Y-%m-%d %H:%M")
