@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from dbrig import proc
-from dbrig.run.trial import check_client_logs
+from dbrig.run.trial_outcome import check_client_logs
 from dbrig.server.sandbox import Sandbox
 from dbrig.tools import acked_writes as aw
 from dbrig.tools.acked_writes import AckedWritesParams, AckedWritesTool, build_command

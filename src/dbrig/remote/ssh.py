@@ -345,12 +345,18 @@ class SshHost:
         merge_stderr: bool = True,
         secret: RemoteSecret | None = None,
         report_times: bool = False,
+        ssh_log: Path | None = None,
     ) -> proc.Child:
         """Start ``argv`` there under the wrapper; stopping the returned (local) child, or
         losing the connection, stops the remote process group. ``secret`` is written to
-        its 0600 file before ``argv`` starts (``secret.path`` goes in ``argv``)."""
+        its 0600 file before ``argv`` starts (``secret.path`` goes in ``argv``).
+        ``ssh_log``: the file ssh writes its own messages to (``-E``), apart from the
+        command's output (a lost connection's cause)."""
         remote = wrapped(argv, secret, report_times=report_times)
-        local = [*self.command_prefix(), remote_command(remote)]
+        prefix = self.command_prefix()
+        if ssh_log is not None:
+            prefix[1:1] = ["-E", str(ssh_log)]
+        local = [*prefix, remote_command(remote)]
         child = proc.spawn(local, stdout=stdout, merge_stderr=merge_stderr, stdin_pipe=True)
         proc.feed(child, secret_preamble(secret))
         return child

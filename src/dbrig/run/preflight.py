@@ -18,13 +18,8 @@ from dbrig.host import probe
 from dbrig.host import settings as host_settings
 from dbrig.remote.server import BENCHMARK_USER
 from dbrig.run.commands import binary_key, trial_commands
-from dbrig.run.remote import (
-    ClientTool,
-    check_client_hosts,
-    check_interference_hosts,
-    check_server_hosts,
-    remote_servers,
-)
+from dbrig.run.remote import ClientTool, check_client_hosts, check_interference_hosts
+from dbrig.run.remote_servers import check_server_hosts, remote_servers
 from dbrig.run.workdir import check_work_parent
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary, find_server
