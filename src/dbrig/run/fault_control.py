@@ -137,7 +137,8 @@ class FaultController:
     _deadline: float = field(init=False, default=0.0)
 
     def watch(self, first: ClientRun) -> Watched:
-        """From the first run's launch to a final state; every run is finished then."""
+        """From the first run's launch to a final state; every run is finished then, and
+        every fault still in force ended."""
         self.watched = Watched([first], [-self.plan.warmup_s], self.plan.timeout_s)
         self._deadline = first.launched_at + self.plan.timeout_s
         if self.faults is not None:
@@ -148,6 +149,10 @@ class FaultController:
         finally:
             for run in self.watched.runs:
                 run.stop()
+            if self.faults is not None:
+                # A server still frozen is thawed, a full disk freed, before anything
+                # else (the samplers' last query) waits on them.
+                self.faults.close()
         return self.watched
 
     @property
@@ -279,7 +284,8 @@ class FaultController:
 def _too_late(tool: str, left_s: float) -> str:
     if left_s <= 0:
         return "the fault's recovery outlasted the measured window: nothing left to measure"
+    shown = math.floor(left_s * 10) / 10  # 0.99 s is no whole second: never shown as 1.0
     return (
-        f"{left_s:.1f} s of the measured window were left after the fault: too little to "
+        f"{shown:.1f} s of the measured window were left after the fault: too little to "
         f"start {tool} again (it runs whole seconds)"
     )
