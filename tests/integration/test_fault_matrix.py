@@ -53,7 +53,7 @@ WORKLOADS: dict[str, dict[str, Any]] = {
         }
     },
     "acked": {"acked_writes": {"threads": 2, "time": WINDOW_S}},
-    "tpcc": {"tpcc": {"warehouses": 1, "threads": 2, "time": WINDOW_S, "prepare_threads": 2}},
+    "tpcc": {"tpcc": {"warehouses": 1, "threads": 2, "time": WINDOW_S}},
     "lua": {"sysbench": {"script": "select_one.lua", "threads": 2, "time": WINDOW_S}},
 }
 # What each workload allows (scenario/model.py): a client started again after a fault ends

@@ -49,10 +49,10 @@ class FakeRun:
         return self.finished
 
     def wait(self, timeout_s: float) -> proc.Finished | None:
-        if self.finished is None and self.ends_at is not None:
-            if self.ends_at <= self.clock.now + timeout_s:
-                self.clock.now = max(self.clock.now, self.ends_at)
-                return self._finish(self.returncode)
+        ends = self.ends_at
+        if self.finished is None and ends is not None and ends <= self.clock.now + timeout_s:
+            self.clock.now = max(self.clock.now, ends)
+            return self._finish(self.returncode)
         if self.finished is None:
             self.clock.now += timeout_s
         return self.finished
@@ -149,7 +149,10 @@ class Rig:
             relaunch=self.relaunch if resumable else None,  # type: ignore[arg-type]
             rides_through=rides_through,
         )
-        abort = lambda: self.aborts.pop(0) if self.aborts else None
+
+        def abort() -> str | None:
+            return self.aborts.pop(0) if self.aborts else None
+
         return FaultController(
             plan, self.faults, clock=self.clock, abort=abort, sleep=self.clock.sleep
         )
@@ -214,7 +217,7 @@ def test_a_fault_that_ends_a_resumable_run_starts_it_again_for_the_rest() -> Non
     assert len(watched.runs) == 2 and watched.runs[0].stopped  # type: ignore[attr-defined]
     # The fault fired on the first tick at or after 3 s; the restart took 1.5 s.
     assert r.faults is not None
-    (ended, ended_at), (restarted, restarted_at) = r.faults.notes
+    (ended, _), (restarted, restarted_at) = r.faults.notes
     assert (ended, restarted) == ("client run ended", "client restarted")
     assert 4.5 <= restarted_at < 4.75
     assert r.relaunched == [math.floor(WINDOW_S - restarted_at)]

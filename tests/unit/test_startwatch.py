@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dbrig.run.startwatch import StartWatch, first_line_starting
 from dbrig.run.intervals import on_window_clock
+from dbrig.run.startwatch import StartWatch, first_line_starting
 from dbrig.tools.sysbench import STARTED_LINE, intervals_frame, parse
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "sysbench" / "1.0.20"

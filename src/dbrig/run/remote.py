@@ -9,7 +9,6 @@ A client's run there is ``run/ssh_client.py``; a managed server's host is checke
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,15 +16,8 @@ from typing import Any
 
 from dbrig.endpoint import Endpoint
 from dbrig.errors import ConfigError
-from dbrig.remote.server import (
-    BENCHMARK_USER,
-    server_address,
-)
-from dbrig.remote.ssh import (
-    SshError,
-    SshHost,
-    SshTarget,
-)
+from dbrig.remote.server import BENCHMARK_USER, server_address
+from dbrig.remote.ssh import SshError, SshHost, SshTarget
 from dbrig.run.commands import binary_key
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan, Scenario
 from dbrig.tools.base import (
@@ -37,8 +29,6 @@ from dbrig.tools.base import (
     interference_host,
 )
 from dbrig.tools.registry import interference_for, workload_for
-
-log = logging.getLogger(__name__)
 
 
 def target(scenario: Scenario, name: str) -> SshTarget:

@@ -30,11 +30,7 @@ from dbrig.host.settings import SystemState
 from dbrig.remote.samples import CLIENT_FOLDER, merge_remote_samples
 from dbrig.remote.server import RemoteServerHandle
 from dbrig.run.client import Client, ClientRun, LocalClient
-from dbrig.run.commands import (
-    DEFAULT_EVENTS_TIMEOUT_S,
-    TrialCommands,
-    trial_commands,
-)
+from dbrig.run.commands import DEFAULT_EVENTS_TIMEOUT_S, TrialCommands, trial_commands
 from dbrig.run.datasets import AnyHandle, client_endpoint, ready_for_trial
 from dbrig.run.fault_control import ClientPlan, FaultController
 from dbrig.run.faults import FaultInjector
