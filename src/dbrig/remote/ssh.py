@@ -299,6 +299,22 @@ class SshHost:
         """The master connection is up and answers."""
         return self._master is not None and self._master.poll() is None and self._answers()
 
+    def lost_cause(self) -> str | None:
+        """Why the master connection is gone: ssh's last word in its log, else how its
+        process ended (None when there was no connection to lose)."""
+        if self._master is None or self._folder is None:
+            return None
+        log_file = self.control_path.parent / "master.log"
+        words = log_file.read_text(errors="replace").strip() if log_file.exists() else ""
+        if words:
+            return connection_error(words)
+        done = self._master.poll()
+        if done is None:
+            return None
+        signum = done.killed_by_signal
+        how = f"killed by signal {signum}" if signum else done.exit_text
+        return f"its master connection ended ({how})"
+
     def check_reachable(self) -> None:
         """Connected and a command runs there; SshError naming the host otherwise."""
         self.connect()

@@ -125,16 +125,20 @@ def _to_external(host: SshHost, server: ExternalServerHandle, workload: Workload
 
 
 def lost_connection(
-    host: SshHost, returncode: int, output: str, ssh_messages: str = ""
+    host: SshHost, returncode: int, output: str, ssh_messages: str | None = None
 ) -> str | None:
     """The failure reason when ssh itself failed (exit 255 and the connection gone: a tool
     that exits 255 over a live connection is the tool's failure), else None. The cause is
-    ssh's own message: ``ssh_messages`` (what it wrote apart from the command's output)
-    when there are any, else the last line of ``output``."""
+    ssh's own: ``ssh_messages`` (what it wrote apart from the command's output, when it
+    was given a file of its own), else what the connection's master left, else the last
+    line of ``output`` (where ssh's messages go without a file of their own)."""
     if returncode != SSH_FAILED or host.is_connected():
         return None
-    why = connection_error(ssh_messages if ssh_messages.strip() else output)
-    return f"{host.target.label}: the ssh connection was lost: {why}"
+    if ssh_messages is not None:
+        why = connection_error(ssh_messages) if ssh_messages.strip() else host.lost_cause()
+    else:
+        why = host.lost_cause() or connection_error(output)
+    return f"{host.target.label}: the ssh connection was lost: {why or connection_error('')}"
 
 
 class SshClient:
