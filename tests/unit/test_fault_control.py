@@ -365,3 +365,13 @@ def test_a_failed_run_with_no_disk_fault_ended() -> None:
     r = rig()
     watched = r.watch(r.first_run(lasts_s=WARMUP_S + 3.0, rc=1))
     assert watched.state is State.ENDED and watched.last.returncode == 1
+
+
+def test_held_then_a_fault_fails_stopped() -> None:
+    """A kill_server due while the client waits for the disk, and its restart fails."""
+    failed = FaultFailed("kill_server: no recovery after SIGKILL: server 'default' exited")
+    r = rig(full_between=(2.0, 6.0), fires={3.5: Fired.SERVER_RESTARTED}, raises=failed)
+    watched = r.watch(r.first_run(lasts_s=WARMUP_S + 3.0, rc=1))
+    assert watched.state is State.STOPPED
+    assert (watched.reason or "").startswith("kill_server: no recovery")
+    assert r.faults is not None and r.faults.closed
