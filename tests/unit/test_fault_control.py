@@ -375,3 +375,13 @@ def test_held_then_a_fault_fails_stopped() -> None:
     assert watched.state is State.STOPPED
     assert (watched.reason or "").startswith("kill_server: no recovery")
     assert r.faults is not None and r.faults.closed
+
+
+def test_a_failed_run_whose_server_is_seen_dead_a_moment_later_is_stopped_with_its_death() -> None:
+    """The client noticed the lost server first (error 2013) and ended; the server's own
+    exit shows a moment later: that death is the reason, not the client's error."""
+    for r in (no_fault_rig(), rig()):
+        r.aborts = [None, None, "server 'default' died (killed by SIGKILL)"]
+        watched = r.watch(r.first_run(lasts_s=WARMUP_S + 1.0, rc=1))
+        assert watched.state is State.STOPPED
+        assert watched.reason == "server 'default' died (killed by SIGKILL)"

@@ -12,8 +12,9 @@ in tests/unit/test_fault_control.py.
 - ``ENDED``: the last run ended by itself; its end is the trial's.
 - ``OVER``: a fault ended the run with less than a second of the window left to start
   it again in (the tool runs whole seconds).
-- ``STOPPED``: the trial stopped the run: the server or interference died, a sampler
-  failed, a fault's recovery failed, or the client cannot be started again.
+- ``STOPPED``: the trial stopped the run: the server or interference died (or did,
+  seen just after a failed run's end), a sampler failed, a fault's recovery failed, or
+  the client cannot be started again.
 - ``TIMED_OUT``: the run outlasted its time limit (the faults' own time not counted).
 
 A trial without faults is the same machine with no fault ever due.
@@ -35,6 +36,7 @@ from dbrig.run.faults import Fired
 from dbrig.tools.base import ResumableWorkload, WorkloadTool, reconnects_itself
 
 WAIT_S = 0.25  # how often the run, the faults and the aborts are looked at
+DEATH_SEEN_S = 0.5  # a failed run's end until a dead server (its cause) must be seen
 
 
 class State(enum.Enum):
@@ -191,8 +193,18 @@ class FaultController:
         if self._disk_ended(done):
             self._note_ended()
             self.watched.state = State.HELD
+        elif done.returncode != 0 and (reason := self._abort_soon()):
+            self.watched.state, self.watched.reason = State.STOPPED, reason
         else:
             self.watched.state = State.ENDED
+
+    def _abort_soon(self) -> str | None:
+        """What aborts the trial, looked at for a moment: a client that lost its server
+        often ends before the server's own exit can be seen."""
+        deadline = self.clock() + DEATH_SEEN_S
+        while (reason := self.abort()) is None and self.clock() < deadline:
+            self.sleep(0.05)
+        return reason
 
     def _disk_ended(self, done: proc.Finished) -> bool:
         """The run failed inside the window after the disk was filled."""

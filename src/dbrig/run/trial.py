@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pymysql
 
@@ -209,10 +210,14 @@ class TrialExecutor:
                 self._faults.close()
         soak = self.scenario.soak is not None
         outcome = TrialOutcome(
-            self.workload, self.folder, warmup, self._faults, self.server.connect, soak, self.record
+            self.workload, self.folder, warmup, self._faults, self._connect, soak, self.record
         )
         outcome.derived = derived_costs
         outcome.judge(watched, client.report(watched.runs), abort)
+
+    def _connect(self) -> Any:
+        """The server, for the workload's checks after its run (only a server has them)."""
+        return self.server.connect()  # type: ignore[union-attr]
 
     def _controller(self, client: Client, timeout_s: float) -> FaultController:
         relaunch = functools.partial(self._relaunch, client)
