@@ -129,6 +129,7 @@ class Rig:
     faults: FakeFaults | None
     relaunched: list[int] = field(default_factory=list)  # each relaunch's seconds
     aborts: list[str | None] = field(default_factory=list)
+    died_at_s: float | None = None  # the server is dead from then on (window clock)
 
     def first_run(self, lasts_s: float | None = WARMUP_S + WINDOW_S, rc: int = 0) -> FakeRun:
         ends = None if lasts_s is None else self.clock.now + lasts_s
@@ -151,6 +152,9 @@ class Rig:
         )
 
         def abort() -> str | None:
+            if self.died_at_s is not None and self.faults is not None:
+                dead = self.faults.now_s() >= self.died_at_s
+                return "server 'default' died (killed by SIGABRT)" if dead else None
             return self.aborts.pop(0) if self.aborts else None
 
         return FaultController(
@@ -385,3 +389,22 @@ def test_a_failed_run_whose_server_is_seen_dead_a_moment_later_is_stopped_with_i
         watched = r.watch(r.first_run(lasts_s=WARMUP_S + 1.0, rc=1))
         assert watched.state is State.STOPPED
         assert watched.reason == "server 'default' died (killed by SIGKILL)"
+
+
+def test_held_the_server_the_full_disk_brought_down_is_not_resumed() -> None:
+    """The run failed at 3 s on the full disk, the server died of it at 3.2 s; the disk
+    is freed at 3.5 s: no client is started against the dead server."""
+    r = rig(full_between=(2.0, 3.5))
+    r.died_at_s = 3.2
+    controller = r.controller()
+    first = r.first_run(lasts_s=WARMUP_S + 3.0, rc=1)
+    states = []
+    controller.watched = Watched([first], [-WARMUP_S], 30)  # type: ignore[list-item]
+    controller._deadline = r.clock.now + 30
+    assert r.faults is not None
+    r.faults.start(r.clock.now + WARMUP_S)
+    while controller.state not in (State.STOPPED, State.ENDED, State.OVER):
+        controller.step()
+        states.append(controller.state)
+    assert State.HELD in states and controller.state is State.STOPPED
+    assert r.relaunched == []

@@ -237,11 +237,10 @@ class FaultController:
         if fired is None or self.state in FINAL:
             return
         assert self.faults is not None
-        if not self.faults.disk_is_full():
-            self._resume()
-            return
-        if reason := self.abort():
+        if reason := self.abort():  # a server the full disk brought down is not resumed
             self.watched.state, self.watched.reason = State.STOPPED, reason
+        elif not self.faults.disk_is_full():
+            self._resume()
 
     # -- shared --------------------------------------------------------------------------
 
