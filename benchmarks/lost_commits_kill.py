@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from dbrig import proc
-from dbrig.run.trial import check_client_logs
+from dbrig.run.trial_outcome import check_client_logs
 from dbrig.server import datadir as dd
 from dbrig.server.binary import find_server
 from dbrig.server.sandbox import Sandbox

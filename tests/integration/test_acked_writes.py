@@ -16,9 +16,10 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
+import yaml
 
 from dbrig import proc
-from dbrig.run.trial import check_client_logs
+from dbrig.run.trial_outcome import check_client_logs
 from dbrig.server.sandbox import Sandbox
 from dbrig.tools import acked_writes as aw
 from dbrig.tools.acked_writes import AckedWritesParams, AckedWritesTool, build_command
@@ -35,6 +36,8 @@ from tests.integration.helpers import (
 )
 
 pytestmark = pytest.mark.integration
+
+SCENARIOS = Path(__file__).parent.parent.parent / "scenarios"
 
 DURABLE = {**TINY_CONFIG, "innodb_flush_log_at_trx_commit": 1}
 PARAMS = AckedWritesParams(threads=2, time=3, report_interval=1, reconnect_timeout=60)
@@ -180,3 +183,31 @@ def test_a_trial_killed_by_its_fault_saves_acked_and_lost_commits(
     assert saved["metrics"]["fault_window_tps"] > 0  # its intervals read on the fault's clock
     assert "workload_resumed" not in saved["commands"]  # the same client rode through it
     assert not (trial / "client-log").exists()  # the ack files are removed once counted
+
+
+def test_durability_loss_cut_short_with_the_kill_in_the_last_seconds_measures_both_cells(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The shipped durability-loss scenario cut as the issue did (12 s, no warm-up, a KILL
+    near the end, flush 0 and 1): the client's time ran out while the server restarted,
+    and the run ended with ``internal error: IndexError: pop from empty list`` before the
+    second cell. The kill is put in the window's last second here (the issue's 10 s
+    passed whenever the restart took under 2 s): the client surely ends first."""
+    shipped = yaml.safe_load((SCENARIOS / "durability-loss.yaml").read_text())
+    shipped["workload"]["acked_writes"]["time"] = 12
+    shipped["faults"] = {"kill_server": {"signal": "KILL", "at": 11.5}}
+    shipped["matrix"] = {"server.config.innodb_flush_log_at_trx_commit": [0, 1]}
+    shipped.update(warmup=0, repeat=1, order="sequential")
+    path = write_scenario(tmp_path / "durability-loss.yaml", shipped)
+    result = run_main(["run", str(path), "--out", str(tmp_path / "runs"), "--no-report"], capsys)
+    assert "internal error" not in result.err
+    assert result.code == 0, result.err
+    run = only_run_dir(tmp_path / "runs")
+    assert read_json(run / "run.json")["status"] == "complete"
+    trials = [read_json(t / "trial.json") for t in trial_dirs(run)]
+    assert [t["factors"]["server.config.innodb_flush_log_at_trx_commit"] for t in trials] == [0, 1]
+    for trial in trials:
+        assert trial["status"] == "ok", trial["reason"]
+        assert trial["metrics"]["acked_commits"] > 0 and "lost_commits" in trial["metrics"]
+        assert trial["metrics"]["restart_to_query_s"] > 0  # the kill fired, the server came back
+    assert trials[1]["metrics"]["lost_commits"] == 0  # flush 1: a crash loses no commit

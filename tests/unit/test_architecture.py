@@ -193,10 +193,7 @@ TOOL_NAME_ALLOWLIST: set[str] = set()
 
 # getattr on the tool seam that the split of run/trial.py changes to plain attribute
 # reads (``self.workload.start_line``, ``self.workload.interval_s``): remove at merge.
-SEAM_GETATTR_ALLOWLIST = {
-    "run/trial.py: getattr(self.workload, 'start_line')",
-    "run/trial.py: getattr(self.workload, 'interval_s')",
-}
+SEAM_GETATTR_ALLOWLIST: set[str] = set()
 
 
 def _tool_words() -> set[str]:

@@ -14,7 +14,9 @@ from dbrig.analysis.recovery import (
     recovery_metrics,
     throughput_recovery,
 )
-from dbrig.run.faults import Event, _client_out_s, _client_window_s, _error_lines, describe
+from dbrig.run.disk_fault import error_lines
+from dbrig.run.fault_timeline import Event, client_out_s, client_window_s
+from dbrig.run.faults import describe
 from dbrig.scenario.model import Faults
 from dbrig.tools.sysbench import intervals_frame, parse
 
@@ -179,18 +181,18 @@ def test_the_client_is_out_from_the_fault_to_its_restart() -> None:
         Event(3.7, "client run ended"),
         Event(3.7, "client restarted"),
     ]
-    assert _client_out_s(events) == pytest.approx(0.5)
-    assert _client_out_s(events[:2]) is None
+    assert client_out_s(events) == pytest.approx(0.5)
+    assert client_out_s(events[:2]) is None
 
 
 def test_a_client_started_again_ran_the_window_up_to_its_last_interval() -> None:
     # Killed at 2.0, started again at 2.01 for the rest rounded down (3 s): its last
     # interval ends at 5.01, and the 0.99 s after it were never run, not an outage.
     resumed = [Event(2.0, "client killed"), Event(2.01, "client restarted")]
-    assert _client_window_s(resumed, [1.0, 3.01, 4.01, 5.01], 6.0, 1.0) == 5.01
+    assert client_window_s(resumed, [1.0, 3.01, 4.01, 5.01], 6.0, 1.0) == 5.01
     frozen = [Event(2.0, "signal sent", {"signal": "STOP"})]
-    assert _client_window_s(frozen, [1.0, 2.0, 5.0], 6.0, 1.0) == 6.0
-    assert _client_window_s(resumed, [], 6.0, 1.0) == 6.0
+    assert client_window_s(frozen, [1.0, 2.0, 5.0], 6.0, 1.0) == 6.0
+    assert client_window_s(resumed, [], 6.0, 1.0) == 6.0
 
 
 def test_a_client_window_starts_and_ends_where_its_delayed_intervals_do() -> None:
@@ -198,8 +200,8 @@ def test_a_client_window_starts_and_ends_where_its_delayed_intervals_do() -> Non
     # the intervals cover 0.09 .. 5.31, and that is the window the client ran over.
     resumed = [Event(2.0, "client killed"), Event(2.01, "client restarted")]
     ends = [1.09, 2.09, 3.31, 4.31, 5.31]
-    assert _client_window_s(resumed, ends, 6.0, 1.0) == pytest.approx(5.22)
-    assert _client_window_s(resumed, [1.0, 6.3], 6.0, 1.0) == pytest.approx(6.3)
+    assert client_window_s(resumed, ends, 6.0, 1.0) == pytest.approx(5.22)
+    assert client_window_s(resumed, [1.0, 6.3], 6.0, 1.0) == pytest.approx(6.3)
 
 
 def test_server_errors_lose_their_timestamps() -> None:
@@ -207,4 +209,4 @@ def test_server_errors_lose_their_timestamps() -> None:
         "2026-11-24  1:29:42 6 [ERROR] mariadbd: The table 'sbtest1' is full\n"
         "2026-11-24  1:29:42 6 [Warning] Aborted connection 6\n"
     )
-    assert _error_lines(text) == ["[ERROR] mariadbd: The table 'sbtest1' is full"]
+    assert error_lines(text) == ["[ERROR] mariadbd: The table 'sbtest1' is full"]

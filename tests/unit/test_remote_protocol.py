@@ -23,7 +23,7 @@ from dbrig.remote.server import (
     located,
 )
 from dbrig.remote.ssh import SshHost, SshTarget
-from dbrig.run.remote import _direct
+from dbrig.run.ssh_client import _direct
 from dbrig.sampling import summarize_cell
 from dbrig.scenario import ManagedServer
 from dbrig.scenario.load import plan_from_dict

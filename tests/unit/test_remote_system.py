@@ -16,7 +16,7 @@ from dbrig.remote import probe, protocol
 from dbrig.remote.agent import Agent
 from dbrig.remote.server import RemoteServerHandle
 from dbrig.run.preflight import _check_system
-from dbrig.run.remote import on_host, system_blocks
+from dbrig.run.remote_servers import on_host, system_blocks
 from dbrig.scenario import ManagedServer
 from dbrig.scenario.load import plan_from_dict
 
@@ -192,7 +192,7 @@ def test_the_dry_run_says_on_which_host_a_cells_settings_act() -> None:
 
 
 def test_two_servers_on_one_host_cannot_share_its_disk_settings() -> None:
-    from dbrig.run.remote import check_server_hosts
+    from dbrig.run.remote_servers import check_server_hosts
 
     plan = plan_from_dict(
         {

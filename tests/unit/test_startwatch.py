@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from dbrig.run.intervals import on_window_clock
 from dbrig.run.startwatch import StartWatch, first_line_starting
-from dbrig.run.trial import _on_measured_clock
 from dbrig.tools.sysbench import STARTED_LINE, intervals_frame, parse
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "sysbench" / "1.0.20"
@@ -57,8 +57,8 @@ def test_a_run_that_never_starts_leaves_no_time(tmp_path: Path) -> None:
 
 def test_intervals_move_by_the_start_delay_and_keep_the_tools_phases() -> None:
     intervals = intervals_frame(parse(CAPTURED.read_text()))
-    frame = _on_measured_clock(intervals, 2, start_delay_s=0.391)
+    frame = on_window_clock(intervals, -2, start_delay_s=0.391)
     # The checkpoint's interval (sysbench's 2 s) stays warm-up though it ends after 0.
     assert list(frame["phase"]) == ["warmup", "warmup"] + ["measure"] * (len(frame) - 2)
     assert list(frame["t_s"][:4]) == pytest.approx([-0.609, 0.391, 1.391, 2.391])
-    assert _on_measured_clock(intervals, 2)["t_s"].iloc[2] == 1.0
+    assert on_window_clock(intervals, -2)["t_s"].iloc[2] == 1.0

@@ -17,7 +17,8 @@ from dbrig.errors import EXIT_BAD_INPUT, ConfigError, DbrigError
 from dbrig.host import probe
 from dbrig.proc import which
 from dbrig.remote.ssh import SshError, SshHost, SshTarget
-from dbrig.run.remote import probe_server_host, target
+from dbrig.run.remote import target
+from dbrig.run.remote_servers import probe_server_host
 from dbrig.scenario import load
 from dbrig.server.binary import find_server
 from dbrig.server.sandbox import MAX_SOCKET_PATH

@@ -299,6 +299,22 @@ class SshHost:
         """The master connection is up and answers."""
         return self._master is not None and self._master.poll() is None and self._answers()
 
+    def lost_cause(self) -> str | None:
+        """Why the master connection is gone: ssh's last word in its log, else how its
+        process ended (None when there was no connection to lose)."""
+        if self._master is None or self._folder is None:
+            return None
+        log_file = self.control_path.parent / "master.log"
+        words = log_file.read_text(errors="replace").strip() if log_file.exists() else ""
+        if words:
+            return connection_error(words)
+        done = self._master.poll()
+        if done is None:
+            return None
+        signum = done.killed_by_signal
+        how = f"killed by signal {signum}" if signum else done.exit_text
+        return f"its master connection ended ({how})"
+
     def check_reachable(self) -> None:
         """Connected and a command runs there; SshError naming the host otherwise."""
         self.connect()
@@ -345,12 +361,18 @@ class SshHost:
         merge_stderr: bool = True,
         secret: RemoteSecret | None = None,
         report_times: bool = False,
+        ssh_log: Path | None = None,
     ) -> proc.Child:
         """Start ``argv`` there under the wrapper; stopping the returned (local) child, or
         losing the connection, stops the remote process group. ``secret`` is written to
-        its 0600 file before ``argv`` starts (``secret.path`` goes in ``argv``)."""
+        its 0600 file before ``argv`` starts (``secret.path`` goes in ``argv``).
+        ``ssh_log``: the file ssh writes its own messages to (``-E``), apart from the
+        command's output (a lost connection's cause)."""
         remote = wrapped(argv, secret, report_times=report_times)
-        local = [*self.command_prefix(), remote_command(remote)]
+        prefix = self.command_prefix()
+        if ssh_log is not None:
+            prefix[1:1] = ["-E", str(ssh_log)]
+        local = [*prefix, remote_command(remote)]
         child = proc.spawn(local, stdout=stdout, merge_stderr=merge_stderr, stdin_pipe=True)
         proc.feed(child, secret_preamble(secret))
         return child

@@ -12,11 +12,12 @@ what is due:
 - ``kill_client``: SIGKILL to the workload tool (a client crash).
 - ``delete_file``: a file of the datadir unlinked (the server keeps what it has open).
 
-A fault that ends the workload's run (kill_server KILL/TERM, kill_client) makes
-``tick`` return True: the trial starts the workload again for the rest of the
-window (:class:`~dbrig.tools.base.ResumableWorkload`). A restart that fails, or a
-server that does not exit after its signal within ``timeout``, raises
-:class:`FaultFailed`: the trial fails with that reason and the run goes on.
+``tick`` says what the faults that fired did to the client (:class:`Fired`): the
+fault controller (run/fault_control.py) decides what follows, e.g. the workload
+started again for the rest of the window (:class:`~dbrig.tools.base.ResumableWorkload`).
+A restart that fails, or a server that does not exit after its signal within
+``timeout``, raises :class:`FaultFailed`: the trial fails with that reason and the run
+goes on.
 
 Every step is stamped on the measured window's clock (seconds after the warm-up)
 and written with the recovery details to the trial's ``faults.json``.
@@ -25,12 +26,11 @@ and written with the recovery details to the trial's ``faults.json``.
 from __future__ import annotations
 
 import contextlib
+import enum
 import json
-import os
 import signal
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,21 @@ from dbrig.analysis.recovery import (
 )
 from dbrig.errors import DbrigError
 from dbrig.metrics import throughput_metrics
+from dbrig.run.disk_fault import (
+    FILLER,
+    error_lines,
+    fill,
+    first_errors,
+    free_kb,
+    on_workspace,
+    read_from,
+)
+from dbrig.run.fault_timeline import (
+    FAULT_METRIC_NAMES,
+    Event,
+    client_out_s,
+    client_window_s,
+)
 from dbrig.scenario.model import (
     DeleteFile,
     DiskFull,
@@ -55,9 +70,6 @@ from dbrig.scenario.model import (
 from dbrig.server.handles import ManagedServerHandle
 
 TIMELINE_FILE = "faults.json"
-FILLER = ".dbrig-disk-filler"  # beside the datadir, on the filesystem dbrig made
-_FILL_CHUNK = 64 * 2**20
-_LOGGED_ERRORS = 5
 _SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTOP}
 
 
@@ -90,15 +102,16 @@ def describe(faults: Faults, rides_through: bool = False) -> list[str]:
     return lines
 
 
+class Fired(enum.Enum):
+    """What the faults that fired on a tick did to the client."""
+
+    NOTHING = "nothing"  # no fault, or none the client notices at once
+    SERVER_RESTARTED = "server restarted"  # killed and restarted: its connections dropped
+    CLIENT_KILLED = "client killed"
+
+
 class FaultFailed(DbrigError):
     """A fault's recovery failed: the trial fails with this reason."""
-
-
-@dataclass
-class Event:
-    t_s: float  # on the measured window's clock
-    what: str
-    detail: dict[str, Any] = field(default_factory=dict)
 
 
 class FaultInjector:
@@ -144,11 +157,11 @@ class FaultInjector:
         self.events.append(Event(round(t, 3), what, detail))
         return t
 
-    def tick(self, kill_client: Callable[[], None]) -> bool:
-        """Fire what is due; True when the workload's run was ended and must start again."""
+    def tick(self, kill_client: Callable[[], None]) -> Fired:
+        """Fire what is due; what it did to the client."""
         if self._measure_start is None:
-            return False
-        ended = False
+            return Fired.NOTHING
+        fired = Fired.NOTHING
         if self._cont_due is not None and self.clock() >= self._cont_due:
             self._thaw()
         if self._free_due is not None and self.clock() >= self._free_due:
@@ -159,16 +172,17 @@ class FaultInjector:
             if not isinstance(fault, DeleteFile):  # the fault the throughput recovers from
                 self._disrupted_at = self.now_s()
             if isinstance(fault, KillServer):
-                ended |= self._kill_server(fault)
+                if self._kill_server(fault) and fired is Fired.NOTHING:
+                    fired = Fired.SERVER_RESTARTED
             elif isinstance(fault, KillClient):
                 self._note("client killed", signal="KILL")
                 kill_client()
-                ended = True
+                fired = Fired.CLIENT_KILLED
             elif isinstance(fault, DeleteFile):
                 self._delete_file(fault)
             elif isinstance(fault, DiskFull):
                 self._fill_disk(fault)
-        return ended
+        return fired
 
     def close(self) -> None:
         """A server still frozen is thawed, a full disk freed (the trial ended first)."""
@@ -177,22 +191,17 @@ class FaultInjector:
         if self._filler is not None:
             self._free_disk()
 
-    def holds_client_back(self) -> bool:
+    def disk_ended_run(self) -> bool:
         """True (once) when the workload's run ended after the disk was filled: the
         trial waits for the disk to be freed and starts it again."""
-        if self._disk_resumed or (self._filler is None and "disk freed" not in self._whats()):
+        freed = any(e.what == "disk freed" for e in self.events)
+        if self._disk_resumed or (self._filler is None and not freed):
             return False
         self._disk_resumed = True
         return True
 
-    def wait_until_freed(self) -> None:
-        while self._free_due is not None:
-            time.sleep(max(0.0, min(0.25, self._free_due - self.clock())))
-            if self.clock() >= self._free_due:
-                self._free_disk()
-
-    def _whats(self) -> list[str]:
-        return [e.what for e in self.events]
+    def disk_is_full(self) -> bool:
+        return self._free_due is not None
 
     # -- the faults --------------------------------------------------------------------
 
@@ -211,7 +220,7 @@ class FaultInjector:
         self.metrics["server_exit_s"] = gone - sent
         log_offset = sandbox.log_size
         self._restart(fault, sent)
-        log_text = _read_from(sandbox.error_log, log_offset)
+        log_text = read_from(sandbox.error_log, log_offset)
         found = parse_recovery_log(log_text)
         self.metrics.update(recovery_metrics(found))
         self.recovery = {
@@ -263,17 +272,12 @@ class FaultInjector:
         chunk until no chunk fits (the last few KiB the filesystem keeps for itself)."""
         sandbox = self.server.sandbox
         home = sandbox.datadir.parent
-        if _mount_point(home).name != "workspace":
+        if not on_workspace(home):
             raise FaultFailed(f"disk_full: {home} is not on a filesystem dbrig made; not filled")
         self._disk_log_offset = sandbox.log_size
-        self._filler = home / FILLER
-        filled = _fill(self._filler)
-        left = os.statvfs(home)
-        self._note(
-            "disk filled",
-            filled_mb=round(filled / 2**20, 1),
-            free_kb=left.f_bavail * left.f_frsize // 1024,
-        )
+        self._filler = home / FILLER  # set first: close() removes a filler cut short too
+        filled = fill(self._filler)
+        self._note("disk filled", filled_mb=round(filled / 2**20, 1), free_kb=free_kb(home))
         self.metrics["disk_fill_mb"] = filled / 2**20
         self._free_due = self.clock() + fault.for_
 
@@ -286,9 +290,9 @@ class FaultInjector:
         self._disruption_ended_at = freed
         filled = next(e.t_s for e in self.events if e.what == "disk filled")
         self.metrics["disk_full_s"] = freed - filled
-        errors = _error_lines(_read_from(self.server.sandbox.error_log, self._disk_log_offset))
-        self.metrics["server_log_errors"] = float(len(errors))
-        self.server_errors = list(dict.fromkeys(errors))[:_LOGGED_ERRORS]
+        logged = read_from(self.server.sandbox.error_log, self._disk_log_offset)
+        self.metrics["server_log_errors"] = float(len(error_lines(logged)))
+        self.server_errors = first_errors(logged)
 
     def _delete_file(self, fault: DeleteFile) -> None:
         path = self.server.sandbox.datadir / fault.path
@@ -310,11 +314,12 @@ class FaultInjector:
     def client_ended(self, t_s: float) -> None:
         self.events.append(Event(round(t_s, 3), "client run ended"))
 
-    def explain_client_end(self, reason: str | None) -> None:
-        """What the workload said when the fault ended its run (its failure reason)."""
-        ended = next((e for e in self.events if e.what == "client run ended"), None)
-        if ended is not None and reason:
-            ended.detail["reason"] = reason
+    def explain_client_end(self, reason: str | None, run: int = 0) -> None:
+        """What the workload said when a fault ended its run number ``run`` (0: the
+        first), its failure reason, on that run's "client run ended" event."""
+        ended = [e for e in self.events if e.what == "client run ended"]
+        if run < len(ended) and reason:
+            ended[run].detail["reason"] = reason
 
     def analyse(
         self, intervals: pd.DataFrame | None, interval_s: float | None, window_s: float
@@ -322,7 +327,7 @@ class FaultInjector:
         """The fault metrics, throughput recovery included (from the combined interval
         series on the measured clock: ``t_s`` is where each interval ends)."""
         out = dict(self.metrics)
-        client_out = _client_out_s(self.events)
+        client_out = client_out_s(self.events)
         if client_out is not None:
             out["client_out_s"] = client_out
         fault_at = self._disrupted_at
@@ -355,7 +360,7 @@ class FaultInjector:
         whole = mean_rate(
             ends,
             rates,
-            _client_window_s(self.events, ends, window_s, interval_s),
+            client_window_s(self.events, ends, window_s, interval_s),
             interval_s=interval_s,
         )
         if whole is not None and rate == "tps":
@@ -375,119 +380,3 @@ class FaultInjector:
             "metrics": {k: v for k, v in metrics.items() if k in FAULT_METRIC_NAMES},
         }
         (folder / TIMELINE_FILE).write_text(json.dumps(data, indent=2) + "\n")
-
-
-FAULT_METRIC_NAMES = frozenset(
-    {
-        "fault_at_s",
-        "server_exit_s",
-        "restart_to_query_s",
-        "downtime_s",
-        "client_out_s",
-        "throughput_recovered_s",
-        "client_errors",
-        "fault_window_tps",
-        "innodb_recovery_s",
-        "innodb_redo_s",
-        "innodb_rollback_s",
-        "innodb_redo_mb",
-        "innodb_pages_recovered",
-        "innodb_trx_rolled_back",
-        "disk_fill_mb",
-        "disk_full_s",
-        "server_log_errors",
-    }
-)
-
-
-def _fill(path: Path) -> int:
-    """Preallocate ``path`` until the filesystem is full; the bytes it took."""
-    done, chunk = 0, _FILL_CHUNK
-    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
-    try:
-        while chunk >= 4096:
-            try:
-                os.posix_fallocate(fd, done, chunk)
-                done += chunk
-            except OSError:
-                chunk //= 2
-    finally:
-        os.close(fd)
-    return done
-
-
-def _mount_point(path: Path) -> Path:
-    path = path.resolve()
-    while not os.path.ismount(path):
-        path = path.parent
-    return path
-
-
-def _error_lines(log_text: str) -> list[str]:
-    """The error log's [ERROR] lines, without their timestamp and thread id."""
-    found = []
-    for line in log_text.splitlines():
-        if "[ERROR]" in line:
-            found.append(line[line.index("[ERROR]") :].strip())
-    return found
-
-
-def _client_out_s(events: list[Event]) -> float | None:
-    """From the fault that ended the client's run to its restart."""
-    ends = ("client killed", "signal sent", "client run ended")
-    ended = next((e.t_s for e in sorted(events, key=lambda e: e.t_s) if e.what in ends), None)
-    resumed = next((e.t_s for e in events if e.what == "client restarted"), None)
-    if ended is None or resumed is None:
-        return None
-    return resumed - ended
-
-
-def _client_window_s(
-    events: list[Event], ends: list[float], window_s: float, interval_s: float
-) -> float:
-    """The part of the window the client was run over. A client started again runs
-    whole seconds, the window's rest rounded down: its last interval ends where the
-    window ends for it, and the fraction of a second after it is no outage. The window
-    starts where the first measured interval does (the tool's clock starts a little
-    after its launch: ``t_s`` carries that delay)."""
-    if not ends or not any(e.what == "client restarted" for e in events):
-        return window_s
-    return max(ends) - max(0.0, min(ends) - interval_s)
-
-
-def _read_from(path: Path, offset: int) -> str:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(offset)
-            return handle.read().decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def resilient_status(connect: Callable[[], Any], fetch: Callable[[Any], Mapping[str, str]]):
-    """A SHOW GLOBAL STATUS fetch that survives the server's restart: on an error it
-    reconnects once, and while the server is away repeats its last snapshot (the
-    rates are then zero, and the counters' fall after the restart leaves a blank)."""
-    state: dict[str, Any] = {"conn": None, "last": None}
-
-    def take() -> Mapping[str, str]:
-        for _attempt in range(2):
-            try:
-                if state["conn"] is None:
-                    state["conn"] = connect()
-                state["last"] = fetch(state["conn"])
-                return state["last"]
-            except Exception:
-                close(state)
-        if state["last"] is None:
-            raise FaultFailed("server status query failed and the server did not answer")
-        return state["last"]
-
-    def close(s: dict[str, Any] = state) -> None:
-        conn, s["conn"] = s["conn"], None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.close()
-
-    take.close = close  # type: ignore[attr-defined]
-    return take

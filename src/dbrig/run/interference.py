@@ -3,13 +3,16 @@ another host over ssh (``interference.<tool>.host``)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from dbrig import proc
 from dbrig.remote.ssh import SshHost, client_times, stop_wrapped
-from dbrig.run.remote import lost_connection
+from dbrig.run.commands import InterferenceCommand
+from dbrig.run.ssh_client import lost_connection, saved_argv
 from dbrig.tools.base import InterferenceTool, Usage
 
 
@@ -92,3 +95,46 @@ class InterferenceRun:
     def _output(self) -> str:
         """What the tool printed (without the remote wrapper's times)."""
         return client_times(self._raw_output())[0]
+
+
+@dataclass
+class InterferenceOn:
+    """A trial's interference tools, each started before the block and stopped after it."""
+
+    folder: Path
+    clock: Callable[[], float]
+    hosts: Callable[[str], SshHost] | None  # the run's connections to other hosts
+    running: list[InterferenceRun]  # those running now (the host sampler follows them)
+
+    @contextlib.contextmanager
+    def running_for(
+        self,
+        commands: Sequence[InterferenceCommand],
+        saved: dict[str, list[str]],
+        metrics: dict[str, float],
+    ) -> Iterator[list[InterferenceRun]]:
+        """Each command started, its argv in ``saved`` (by role), its metrics in
+        ``metrics`` once stopped."""
+        with contextlib.ExitStack() as stack:
+            for command in commands:
+                stack.enter_context(self._one(command, saved, metrics))
+            yield self.running
+
+    @contextlib.contextmanager
+    def _one(
+        self, command: InterferenceCommand, saved: dict[str, list[str]], metrics: dict[str, float]
+    ) -> Iterator[None]:
+        host = None
+        if command.host is not None:
+            assert self.hosts is not None, "preflight opened no interference hosts"
+            host = self.hosts(command.host)
+            host.connect()  # reconnected after a loss; SshError names the host
+        run = InterferenceRun(command.tool, command.argv, self.folder, self.clock, host)
+        saved[command.role] = command.argv if host is None else saved_argv(host, command.argv)
+        run.start()
+        self.running.append(run)
+        try:
+            yield
+        finally:
+            self.running.remove(run)
+            metrics.update(run.stop())

@@ -18,14 +18,8 @@ from dbrig.host import probe
 from dbrig.host import settings as host_settings
 from dbrig.run.commands import binary_key, trial_commands
 from dbrig.run.plan_cells import cell_data_parent, cell_endpoint, cell_needs_server
-from dbrig.run.remote import (
-    ClientTool,
-    check_client_hosts,
-    check_interference_hosts,
-    check_server_hosts,
-    remote_servers,
-    server_key,
-)
+from dbrig.run.remote import ClientTool, check_client_hosts, check_interference_hosts
+from dbrig.run.remote_servers import check_server_hosts, remote_servers, server_key
 from dbrig.run.workdir import check_work_parent
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary, find_server

@@ -18,7 +18,7 @@ from typing import Any
 
 from dbrig import proc, sampling
 from dbrig.run.commands import TrialCommands
-from dbrig.run.faults import resilient_status
+from dbrig.run.server_status import resilient_status
 from dbrig.sampling.registry import (
     SAMPLERS,
     SamplerEntry,
