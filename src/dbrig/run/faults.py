@@ -30,17 +30,18 @@ import enum
 import json
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from dbrig.analysis.recovery import (
-    mean_rate,
+    ClientRun,
     parse_recovery_log,
     recovery_metrics,
     throughput_recovery,
+    window_rate,
 )
 from dbrig.errors import DbrigError
 from dbrig.metrics import throughput_metrics
@@ -322,10 +323,20 @@ class FaultInjector:
             ended[run].detail["reason"] = reason
 
     def analyse(
-        self, intervals: pd.DataFrame | None, interval_s: float | None, window_s: float
+        self,
+        intervals: pd.DataFrame | None,
+        interval_s: float | None,
+        window_s: float,
+        counted: Sequence[ClientRun] = (),
+        counted_window_s: float | None = None,
     ) -> dict[str, float]:
         """The fault metrics, throughput recovery included (from the combined interval
-        series on the measured clock: ``t_s`` is where each interval ends)."""
+        series on the measured clock: ``t_s`` is where each interval ends). The window's
+        rate comes from ``counted``, what each run of the client counted itself (its
+        summary), not from the progress lines: a second without a line, or a line
+        printed twice, would skew it. ``counted_window_s``: the part of the window those
+        runs counted over, where the trial knows it (a client started again runs whole
+        seconds: the window's rest rounded down)."""
         out = dict(self.metrics)
         client_out = client_out_s(self.events)
         if client_out is not None:
@@ -357,12 +368,8 @@ class FaultInjector:
         if recovered is not None:
             out["throughput_recovered_s"] = recovered
             self.events.append(Event(round(back.recovered_at_s or 0, 3), "throughput recovered"))
-        whole = mean_rate(
-            ends,
-            rates,
-            client_window_s(self.events, ends, window_s, interval_s),
-            interval_s=interval_s,
-        )
+        window = counted_window_s or client_window_s(self.events, ends, window_s, interval_s)
+        whole = window_rate(counted, window)
         if whole is not None and rate == "tps":
             out["fault_window_tps"] = whole
         return out

@@ -19,11 +19,11 @@ from typing import Any
 import pandas as pd
 
 from dbrig import sampling
-from dbrig.analysis import drift
+from dbrig.analysis import drift, recovery
 from dbrig.run.client import ClientReport, ClientRun, named_reason
 from dbrig.run.fault_control import Watched
 from dbrig.run.faults import FaultInjector
-from dbrig.run.intervals import RunSeries, joined_series, measured
+from dbrig.run.intervals import RunSeries, joined_series, measured, on_window_clock
 from dbrig.run.record import TrialRecord
 from dbrig.tools.base import CheckedWorkload, ClientLogWorkload, Outcome, WorkloadTool
 
@@ -99,13 +99,13 @@ class TrialOutcome:
         first = watched.runs[0]
         if first.started:
             self.timings["workload_start_s"] = round(first.start_delay_s, 3)
-        frame = self._interval_series(outcome, watched)
+        frame, counted = self._interval_series(outcome, watched)
         if frame is not None:
             frame.to_csv(self.folder / "intervals.csv", index=False)
         self._save_tables(outcome)
         self.metrics.update(self.derived(self.metrics))
         if self.faults is not None:
-            self._save_faults(frame)
+            self._save_faults(frame, counted, self._counted_window_s(watched, outcome))
         if self.soak:
             self.metrics.update(soak_drift(self.folder))
 
@@ -113,36 +113,68 @@ class TrialOutcome:
         for name, table in outcome.extra_tables.items():
             table.to_csv(self.folder / f"{name}.csv", index=False)
 
-    def _interval_series(self, outcome: Outcome, watched: Watched) -> pd.DataFrame | None:
-        """Every run's intervals on the measured window's clock; the runs a fault ended
-        explain, in the timeline, why they ended; each run started again notes when its
-        clock started."""
+    def _interval_series(
+        self, outcome: Outcome, watched: Watched
+    ) -> tuple[pd.DataFrame | None, list[recovery.ClientRun]]:
+        """Every run's intervals on the measured window's clock, and what each run counted
+        in it (for the fault window's rate); the runs a fault ended explain, in the
+        timeline, why they ended; each run started again notes when its clock started."""
         series = []
+        counted = []
         for number, (run, launched_s) in enumerate(
             zip(watched.runs, watched.launched_s, strict=True)
         ):
             if run is watched.runs[-1]:
-                intervals = outcome.intervals
+                analysed = outcome
             else:
-                earlier = self._analysed(run)
+                analysed = self._analysed(run)
                 if self.faults is not None:
-                    self.faults.explain_client_end(earlier.reason, number)
-                intervals = earlier.intervals
+                    self.faults.explain_client_end(analysed.reason, number)
             if number > 0 and self.faults is not None and run.start_delay_s:
                 self.faults.client_started(launched_s + run.start_delay_s)
-            series.append(RunSeries(intervals, launched_s, run.start_delay_s))
-        return joined_series(series)
+            run_series = RunSeries(analysed.intervals, launched_s, run.start_delay_s)
+            series.append(run_series)
+            counted.append(self._counted_run(analysed, run_series))
+        return joined_series(series), counted
+
+    def _counted_run(self, analysed: Outcome, run: RunSeries) -> recovery.ClientRun:
+        """What one run of the client completed in the measured window, by its own summary
+        (its measured progress lines where it printed none)."""
+        rates: list[float] = []
+        if analysed.intervals is not None and "tps" in analysed.intervals:
+            window = measured(on_window_clock(analysed.intervals, run.launched_s))
+            if window is not None:
+                rates = [float(r) for r in window["tps"]]
+        interval = self.workload.interval_s or 1.0
+        return recovery.client_run(analysed.metrics, rates, interval_s=interval)
 
     def _analysed(self, run: ClientRun) -> Outcome:
         returncode = run.finished.returncode if run.finished is not None else -1
         return self.workload.analyse(run.text(), returncode)
 
-    def _save_faults(self, frame: pd.DataFrame | None) -> None:
+    def _counted_window_s(self, watched: Watched, last: Outcome) -> float | None:
+        """The part of the measured window a client started again counted over: from the
+        first run's clock start (the window's) to the end of the last run's own measured
+        time; None for a client that ran once (it counted the whole window)."""
+        time = last.metrics.get("measured_time_s")
+        if len(watched.runs) < 2 or time is None:
+            return None
+        end = watched.launched_s[-1] + watched.runs[-1].start_delay_s + time
+        return end - watched.runs[0].start_delay_s
+
+    def _save_faults(
+        self,
+        frame: pd.DataFrame | None,
+        counted: list[recovery.ClientRun],
+        counted_window_s: float | None,
+    ) -> None:
         assert self.faults is not None
         interval = self.workload.interval_s
         expected = self.workload.expected_seconds(self.warmup) or 0
         window = expected - self.warmup
-        self.metrics.update(self.faults.analyse(measured(frame), interval, window))
+        self.metrics.update(
+            self.faults.analyse(measured(frame), interval, window, counted, counted_window_s)
+        )
         self.faults.save(self.folder, self.metrics)
 
     # -- the workload's own checks after the run -----------------------------------------
