@@ -199,7 +199,7 @@ def run_changes(before: Mapping, after: Mapping) -> tuple[str, ...]:
     The scenario as written with its ``--set`` overrides (``raw_scenario``, each changed key
     as ``path a -> b``), the host's name, CPU, kernel, I/O scheduler and tool versions, and
     each server both runs started: flavor, version and every variable the matrix does not
-    vary. A variable the changed scenario config explains is named once, as the variable.
+    vary. A config key whose server variable changed too is named once, as the variable.
     """
     lines = []
     host = ("environment", "host", "hostname")
@@ -210,10 +210,10 @@ def run_changes(before: Mapping, after: Mapping) -> tuple[str, ...]:
     differences = environment_differences(
         before, after, [(s, s) for s in servers], ignore_variables=factor_variables(factors)
     )
-    explained = {d.what for d in differences if d.explained_by}
+    shown = {d.what for d in differences}
     for key, a, b in _scenario_differences(before, after):
         variable = key.rsplit(".config.", 1)[-1].lower().replace("-", "_")
-        if ".config." not in key or variable not in explained:
+        if ".config." not in key or variable not in shown:
             lines.append(f"{key} {a} -> {b}")
     for diff in differences:
         lines.append(f"{diff.what} {diff.base or '(none)'} -> {diff.candidate or '(none)'}")
