@@ -212,10 +212,13 @@ def chart_svg(found: History, series: Series, runs: Sequence[RunEntry]) -> str:
         if v is not None and math.isfinite(v)
     ]
     low, high = (min(values), max(values)) if values else (0.0, 1.0)
+    means = [p.mean for p in points if p.mean is not None]
+    if means and min(means) >= 0:
+        low = max(low, 0.0)  # rates and times: a t interval of 2 runs reaches below zero
     if high == low:
         low, high = low - abs(low) * 0.05 - 1e-9, high + abs(high) * 0.05 + 1e-9
     pad = (high - low) * 0.08
-    low, high = low - pad, high + pad
+    low, high = (low - pad if low != 0 else 0.0), high + pad
     count = max(len(points), 1)
     span = WIDTH - LEFT - RIGHT
 
@@ -224,6 +227,9 @@ def chart_svg(found: History, series: Series, runs: Sequence[RunEntry]) -> str:
 
     def y(v: float) -> float:
         return TOP + (HEIGHT - TOP - BOTTOM) * (high - v) / (high - low)
+
+    def clipped(v: float) -> float:
+        return y(min(max(v, low), high))
 
     parts = [_axes(low, high, y)]
     parts += _levels(found, series, x, y)
@@ -234,7 +240,7 @@ def chart_svg(found: History, series: Series, runs: Sequence[RunEntry]) -> str:
             f'<polyline points="{" ".join(line)}" fill="none" stroke="#2e86c1" stroke-width="1.5"/>'
         )
     for i, (point, run) in enumerate(zip(points, runs, strict=True)):
-        parts.append(_point(i + 1, point, run, found.metric, x(i), y))
+        parts.append(_point(i + 1, point, run, found.metric, x(i), clipped))
     parts += _x_labels(runs, x)
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
