@@ -23,6 +23,9 @@ from dbrig.report.compare_text import format_number
 
 WIDTH, HEIGHT = 760, 260
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 22, 58
+# As in the run report: at n = 2 the t interval is 12.7 standard errors wide, so a run
+# of two repetitions is drawn as its mean alone.
+MIN_INTERVAL_N = 3
 COLORS = {"worse": "#c0392b", "better": "#1e8449", "unknown": "#7d3c98"}
 
 _STYLE = """
@@ -137,7 +140,8 @@ def scenario_html(page: ScenarioPage) -> str:
     body = (
         f'<p><a href="index.html">all scenarios</a></p><h1>{_h(page.name)}</h1>\n'
         f"<p>{len(page.runs)} runs, oldest first. Each point is a run's mean over its "
-        "repetitions, with its 95 % interval; click it for that run's report. A dashed "
+        "repetitions, with its 95 % interval from three repetitions on; click it for "
+        "that run's report. A dashed "
         "vertical line is a step (as <code>dbrig history</code> finds it), a blue diamond "
         "a run whose settings, versions or host changed.</p>\n"
         f"{filters}\n<h2>Charts</h2>\n{charts}\n<h2>Runs</h2>\n{_runs_table(page.runs)}\n"
@@ -208,7 +212,7 @@ def chart_svg(found: History, series: Series, runs: Sequence[RunEntry]) -> str:
         v
         for p in points
         if p.mean is not None
-        for v in (p.mean, p.ci_low, p.ci_high)
+        for v in ((p.mean, p.ci_low, p.ci_high) if p.n >= MIN_INTERVAL_N else (p.mean,))
         if v is not None and math.isfinite(v)
     ]
     low, high = (min(values), max(values)) if values else (0.0, 1.0)
@@ -312,7 +316,7 @@ def _point(number: int, point, run: RunEntry, name: str, cx: float, y) -> str:
     if point.mean is None:
         return ""
     whisker = ""
-    if point.ci_low is not None and point.ci_high is not None:
+    if point.n >= MIN_INTERVAL_N and point.ci_low is not None and point.ci_high is not None:
         whisker = (
             f'<line x1="{cx:.1f}" y1="{y(point.ci_low):.1f}" x2="{cx:.1f}" '
             f'y2="{y(point.ci_high):.1f}" stroke="#5dade2" stroke-width="2"/>'
