@@ -75,6 +75,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[
             commits.append(git(repo, "rev-parse", "HEAD"))
             extra = ["--set", f"server.config.{FLUSH}=2", "--label", "v3"] if number == 2 else []
             extra += ["--ci-json", "bmf=bmf.json", "--ci-json", "customBiggerIsBetter=tps.json"]
+            extra += ["--snapshot-cache", str(short / "cache")]  # one prepare for the three
             done = dbrig(repo, short, "run", "bench.yaml", "--out", "runs", *extra)
             assert done.returncode == 0, done.stderr[-3000:]
         yield repo, commits

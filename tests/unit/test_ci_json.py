@@ -140,3 +140,13 @@ def test_the_git_checkout_a_run_starts_in(tmp_path):
         subprocess.run(["git", "-C", str(tmp_path), *argv], check=True, env=env)
     found = probe.git_checkout(tmp_path)
     assert found["branch"] == "trunk" and len(found["commit"]) == 40 and "dirty" not in found
+
+
+def test_run_refuses_a_bad_format_before_it_starts(tmp_path):
+    from dbrig.commands.run import run_command
+
+    code, out = invoke(
+        run_command, ["quickstart", "--out", str(tmp_path / "runs"), "--ci-json", "csv=x"]
+    )
+    assert code == 2 and "--ci-json csv=x: unknown format 'csv'" in out
+    assert not (tmp_path / "runs").exists()
