@@ -248,7 +248,7 @@ def test_a_variable_varied_by_the_matrix_is_not_an_environment_difference():
         run("base").meta,
         edited("aa", vary).meta,
         [("default", "default")],
-        ignore_variables=compare._factor_variables(edited("aa", vary).meta["factors"]),
+        ignore_variables=compare.factor_variables(edited("aa", vary).meta["factors"]),
     )
     assert differences == []
 

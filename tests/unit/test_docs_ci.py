@@ -79,7 +79,7 @@ def unknown_parts(words: list[str]) -> list[str]:
 
 def test_the_page_has_the_interleaved_the_two_run_and_the_sharded_workflow() -> None:
     names = [w["name"] for w in workflows()]
-    assert names == ["benchmark", "benchmark-two-runs", "benchmark-sharded"]
+    assert names == ["benchmark", "benchmark-two-runs", "benchmark-history", "benchmark-sharded"]
     for workflow in workflows():
         assert "on" in workflow or True in workflow  # YAML 1.1 reads the key `on` as True
         for job in workflow["jobs"].values():
@@ -101,6 +101,25 @@ def test_the_interleaved_workflow_compares_servers_within_one_run() -> None:
         "run interleaved.yaml --out runs",
     ]
     assert any(c.startswith("compare runs/ci-* --by server --baseline base ") for c in commands)
+
+
+def test_the_history_workflow_restores_runs_publishes_and_deploys_to_pages() -> None:
+    workflow = next(w for w in workflows() if w["name"] == "benchmark-history")
+    assert set(workflow.get("on") or workflow[True]) == {"push"}
+    steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
+    uses = [s["uses"].split("@")[0] for s in steps if "uses" in s]
+    assert uses == [
+        "actions/checkout",
+        "actions/cache/restore",
+        "actions/cache/save",
+        "actions/upload-pages-artifact",
+        "actions/deploy-pages",
+    ]
+    commands = [
+        " ".join(c) for s in run_scripts("benchmark-history") for c in dbrig_command_lines(s)
+    ]
+    assert any(c.startswith("run bench/ci.yaml --out runs --ci-json ") for c in commands)
+    assert "publish runs --out site" in commands
 
 
 def test_the_checker_itself_catches_a_wrong_flag_and_subcommand() -> None:
@@ -142,7 +161,7 @@ def test_the_merge_step_turns_both_sides_scenarios_into_one_interleaved_run(
 
 
 @pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed")
-def test_actionlint_accepts_both_workflows(tmp_path: Path) -> None:
+def test_actionlint_accepts_every_workflow(tmp_path: Path) -> None:
     folder = tmp_path / ".github" / "workflows"
     folder.mkdir(parents=True)
     blocks = re.findall(r"```yaml\n(.*?)```", CI_MD.read_text(), re.S)

@@ -203,7 +203,7 @@ def piece_differences(base: Mapping[str, Any], piece: Mapping[str, Any]) -> list
     servers = sorted(set(base.get("servers") or {}) & set(piece.get("servers") or {}))
     factors = [*(base.get("factors") or []), *(piece.get("factors") or [])]
     return environment_differences(
-        base, piece, [(s, s) for s in servers], ignore_variables=_factor_variables(factors)
+        base, piece, [(s, s) for s in servers], ignore_variables=factor_variables(factors)
     )
 
 
@@ -304,7 +304,7 @@ def _scenario_config(meta: Mapping[str, Any], server: str) -> dict[str, str]:
     return {str(k).lower().replace("-", "_"): str(v) for k, v in config.items()}
 
 
-def _factor_variables(factors: Iterable[str]) -> set[str]:
+def factor_variables(factors: Iterable[str]) -> set[str]:
     """Server variables a matrix varies: ``server.config.X`` or ``servers.N.config.X``."""
     names = set()
     for factor in factors:
@@ -611,7 +611,7 @@ def compare_runs(
     settings = _settings(threshold, alpha, allow_env_diff, correction, primary, chosen)
     pairs = [(base_cells[k].server, cand_cells[k].server) for k in common]
     differences = environment_differences(
-        base.meta, candidate.meta, pairs, ignore_variables=_factor_variables(factors)
+        base.meta, candidate.meta, pairs, ignore_variables=factor_variables(factors)
     )
     rows = _rows(
         candidate.label,
@@ -703,7 +703,7 @@ def compare_groups(
             run.meta,
             [(base_cells[k].server, cand_cells[k].server) for k in common],
             explained_by=factor if factor == "server" else None,
-            ignore_variables=_factor_variables(run.factors),
+            ignore_variables=factor_variables(run.factors),
         )
         differences += [d for d in found if d not in differences]
         only_base |= {cell_label(others, k, labels) for k in base_cells if k not in cand_cells}

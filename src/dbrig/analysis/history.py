@@ -13,15 +13,19 @@ the metric's unit; ``delta_pct`` of a step is in percent of the level before it.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+import json
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dbrig.analysis.compare import (
     RunInput,
     cell_groups,
     cell_label,
+    environment_differences,
+    factor_variables,
     merged_labels,
     normalize_value,
     ok_values,
@@ -72,6 +76,11 @@ class History:
     threshold: float
     alpha: float
     min_size: int
+    # per run, what changed since the run before it (see :func:`run_changes`); () for the first
+    changes: tuple[tuple[str, ...], ...] = field(default=())
+
+    def changes_at(self, index: int) -> tuple[str, ...]:
+        return self.changes[index] if index < len(self.changes) else ()
 
     def is_bad(self, step: Step) -> bool | None:
         """Whether the step goes the wrong way for this metric; None if the direction is unknown."""
@@ -138,14 +147,14 @@ def build_history(
             _point(run, groups.get(key), metric)
             for run, groups in zip(ordered, per_run, strict=True)
         )
-        means = [math.nan if p.mean is None else p.mean for p in points]
-        steps = detect_steps(means, min_size=min_size, threshold=threshold, alpha=alpha)
         series.append(
-            Series(
+            make_series(
                 cell_label(factors, key, labels),
                 tuple(zip(factors, key, strict=True)),
                 points,
-                tuple(steps),
+                threshold=threshold,
+                alpha=alpha,
+                min_size=min_size,
             )
         )
     return History(
@@ -158,7 +167,84 @@ def build_history(
         threshold=threshold,
         alpha=alpha,
         min_size=min_size,
+        changes=changes_between([run.meta for run in ordered]),
     )
+
+
+def make_series(
+    label: str,
+    cell: tuple[tuple[str, str | None], ...],
+    points: Sequence[Point],
+    *,
+    threshold: float = 0.05,
+    alpha: float = 0.05,
+    min_size: int = 3,
+) -> Series:
+    """One cell's points (oldest first) and the steps :func:`detect_steps` finds in them."""
+    means = [math.nan if p.mean is None else p.mean for p in points]
+    steps = detect_steps(means, min_size=min_size, threshold=threshold, alpha=alpha)
+    return Series(label, cell, tuple(points), tuple(steps))
+
+
+def changes_between(metas: Sequence[Mapping]) -> tuple[tuple[str, ...], ...]:
+    """For each run (run.json, oldest first), what changed since the one before it."""
+    if not metas:
+        return ()
+    return ((), *(run_changes(a, b) for a, b in itertools.pairwise(metas)))
+
+
+def run_changes(before: Mapping, after: Mapping) -> tuple[str, ...]:
+    """What differs between two runs of a scenario, as ``compare`` sees it, one line each.
+
+    The scenario as written with its ``--set`` overrides (``raw_scenario``, each changed key
+    as ``path a -> b``), the host's name, CPU, kernel, I/O scheduler and tool versions, and
+    each server both runs started: flavor, version and every variable the matrix does not
+    vary. A config key whose server variable changed too is named once, as the variable.
+    """
+    lines = []
+    host = ("environment", "host", "hostname")
+    if (a := _dig(before, host)) != (b := _dig(after, host)):
+        lines.append(f"host {a} -> {b}")
+    servers = sorted(set(before.get("servers") or {}) & set(after.get("servers") or {}))
+    factors = [*(before.get("factors") or []), *(after.get("factors") or [])]
+    differences = environment_differences(
+        before, after, [(s, s) for s in servers], ignore_variables=factor_variables(factors)
+    )
+    shown = {d.what for d in differences}
+    for key, a, b in _scenario_differences(before, after):
+        variable = key.rsplit(".config.", 1)[-1].lower().replace("-", "_")
+        if ".config." not in key or variable not in shown:
+            lines.append(f"{key} {a} -> {b}")
+    for diff in differences:
+        lines.append(f"{diff.what} {diff.base or '(none)'} -> {diff.candidate or '(none)'}")
+    return tuple(lines)
+
+
+def _dig(meta: Mapping, path: Sequence[str]) -> str | None:
+    node = meta
+    for key in path:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return None if node is None else str(node)
+
+
+def _scenario_differences(before: Mapping, after: Mapping) -> list[tuple[str, str, str]]:
+    """(dotted key, before, after) of every scenario key whose value changed."""
+    a = dict(_flatten(before.get("raw_scenario") or before.get("scenario") or {}))
+    b = dict(_flatten(after.get("raw_scenario") or after.get("scenario") or {}))
+    return [
+        (key, a.get(key, "(none)"), b.get(key, "(none)"))
+        for key in dict.fromkeys([*a, *b])
+        if a.get(key) != b.get(key)
+    ]
+
+
+def _flatten(node: object, prefix: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(node, Mapping) and node:
+        for key, value in node.items():
+            yield from _flatten(value, f"{prefix}.{key}" if prefix else str(key))
+    elif prefix:
+        text = node if isinstance(node, str) else json.dumps(node, sort_keys=True, default=str)
+        yield prefix, text
 
 
 def _resolve_filters(
@@ -195,14 +281,19 @@ def parse_cell_filters(items: Sequence[str]) -> dict[str, str]:
 
 
 def step_line(history: History, series: Series, step: Step) -> str:
-    """e.g. "threads=1: step at run 7 (small-20261121-...): 450 -> 360 (-20.0 %), worse"."""
+    """e.g. "threads=1: step at run 7 (small-20261121-...): 450 -> 360 (-20.0 %), worse",
+    followed by "— settings changed at run 7: ..." when the run's settings changed."""
     bad = history.is_bad(step)
     verdict = "direction unknown" if bad is None else ("worse" if bad else "better")
     delta = "" if step.delta_pct is None else f" ({step.delta_pct:+.1f} %)"
-    return (
+    line = (
         f"{series.label}: step at run {step.index + 1} ({history.runs[step.index]}): "
         f"{step.before_mean:.4g} -> {step.after_mean:.4g}{delta}, {verdict}"
     )
+    changed = history.changes_at(step.index)
+    if changed:
+        line += f" \N{EM DASH} settings changed at run {step.index + 1}: " + "; ".join(changed)
+    return line
 
 
 def plot_png(history: History, path: Path) -> None:

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("dbrig.commands.report", "report_command", "Write a saved run's HTML report."),
     "compare": ("dbrig.commands.compare", "compare_command", "Candidate versus baseline."),
     "history": ("dbrig.commands.history", "history_command", "One metric over many runs."),
+    "publish": ("dbrig.commands.publish", "publish_command", "A static site of saved runs."),
     "merge": ("dbrig.commands.merge", "merge_command", "Join shard runs into one run."),
     "doctor": ("dbrig.commands.doctor", "doctor_command", "What this machine has and lacks."),
     "examples": ("dbrig.commands.examples", "examples_command", "The shipped scenarios."),

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import click
 import pandas as pd
 
 from dbrig import store
+from dbrig.analysis import cells
 from dbrig.analysis.compare import RunInput
 from dbrig.commands.console import err_console, print_line
 from dbrig.errors import ConfigError
+from dbrig.report import ci_json
 from dbrig.report.warnings import RunWarning
 
 
@@ -75,3 +77,25 @@ class Percent(click.ParamType):
 
 PERCENT = Percent()
 ALPHA = click.FloatRange(0, 1, min_open=True, max_open=True)
+
+
+CI_JSON_HELP = (
+    "Also write the headline means for a CI tracker (repeatable): FORMAT=PATH, FORMAT one "
+    "of customBiggerIsBetter, customSmallerIsBetter (github-action-benchmark) or bmf "
+    "(Bencher)."
+)
+
+
+def write_ci_json(
+    targets: Sequence[tuple[str, str]],
+    run: RunInput,
+    verdicts: Mapping[tuple[str, str], str] | None = None,
+) -> None:
+    """Each ``--ci-json`` file of one run (see :mod:`dbrig.report.ci_json`)."""
+    if not targets:
+        return
+    values = cells.cell_values(run)
+    scenario = str((run.meta.get("scenario") or {}).get("name") or run.label)
+    for kind, path in targets:
+        text = ci_json.render(kind, scenario, values, verdicts)
+        write_output(Path(path), text, "--ci-json")

@@ -12,12 +12,19 @@ from rich.text import Text
 
 from dbrig.analysis import compare
 from dbrig.analysis.multiplicity import CORRECTIONS
-from dbrig.commands._common import ALPHA, PERCENT, load_run_input, write_output
+from dbrig.commands._common import (
+    ALPHA,
+    CI_JSON_HELP,
+    PERCENT,
+    load_run_input,
+    write_ci_json,
+    write_output,
+)
 from dbrig.commands.completion import complete_run_dir
 from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError
+from dbrig.report import ci_json, measurement_caveats
 from dbrig.report import compare_text as output
-from dbrig.report import measurement_caveats
 
 _STYLES = {
     "worse": "bold red",
@@ -80,6 +87,7 @@ _OUTPUT = click.Path(path_type=Path, dir_okay=False)
 @click.option("--markdown", type=_OUTPUT, help="Write Markdown (for a PR comment).")
 @click.option("--json", "json_path", type=_OUTPUT, help="Write the full comparison as JSON.")
 @click.option("--html", type=_OUTPUT, help="Write a self-contained HTML page.")
+@click.option("--ci-json", "ci_targets", multiple=True, metavar="FORMAT=PATH", help=CI_JSON_HELP)
 def compare_command(
     runs: tuple[Path, ...],
     by: str | None,
@@ -95,6 +103,7 @@ def compare_command(
     markdown: Path | None,
     json_path: Path | None,
     html: Path | None,
+    ci_targets: tuple[str, ...] = (),
 ) -> None:
     """Compare BASE_RUN with CAND_RUN, or two groups of one RUN with --by FACTOR.
 
@@ -102,6 +111,7 @@ def compare_command(
     dbrig compare BASE_RUN CAND_RUN [--threshold 5%] [--fail-on-regression]
     dbrig compare RUN --by server [--baseline VALUE]
     """
+    targets = ci_json.parse_targets(ci_targets)
     report = build_report(
         runs,
         by=by,
@@ -122,6 +132,8 @@ def compare_command(
     ):
         if path is not None:
             write_output(path, render(report), flag)
+    if targets:
+        write_ci_json(targets, load_run_input(runs[-1]), verdicts_of(report))
     if fail_on_regression and report.regressions:
         print_line(
             err_console(),
@@ -171,6 +183,19 @@ def build_report(
     report = compare.compare_runs(base, cand, **options)
     sides = [(f"baseline {base.label}", base_path), (f"candidate {cand.label}", cand_path)]
     return _with_caveats(report, sides)
+
+
+def verdicts_of(report: compare.CompareReport) -> dict[tuple[str, str], str]:
+    """(cell, metric) -> e.g. "worse (-12.3 %) vs base-run", for a two-run comparison
+    (with --by a row's cell leaves the split factor out, so it names no cell of the run)."""
+    if report.by is not None:
+        return {}
+    found = {}
+    for row in report.rows:
+        delta = row.stats.delta_pct
+        shown = "" if delta is None else f" ({delta:+.1f} %)"
+        found[(row.label, row.metric)] = f"{row.verdict}{shown} vs {report.baseline}"
+    return found
 
 
 def _with_caveats(

@@ -151,6 +151,13 @@ def print_history(found: history.History) -> None:
             row.append(_point_text(series.points[i], step, found))
         table.add_row(*row)
     console.print(table)
+    for index, changed in enumerate(found.changes):
+        if changed:
+            print_line(
+                console,
+                f"changed at run {index + 1} ({found.runs[index]}): " + "; ".join(changed),
+                "cyan",
+            )
     steps = [(s, step) for s in found.series for step in s.steps]
     if not steps:
         print_line(

@@ -20,13 +20,18 @@ from rich.live import Live
 from rich.text import Text
 
 from dbrig import scenario, store
-from dbrig.commands._common import print_warnings
+from dbrig.commands._common import (
+    CI_JSON_HELP,
+    load_run_input,
+    print_warnings,
+    write_ci_json,
+)
 from dbrig.commands.cache import check_cache_options, open_cache
 from dbrig.commands.completion import complete_run_dir, complete_scenario
 from dbrig.commands.console import closed_streams, err_console, out_console, print_line
 from dbrig.commands.show import print_results
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, Interrupted
-from dbrig.report import run_warnings, write_report
+from dbrig.report import ci_json, run_warnings, write_report
 from dbrig.run import dryrun, estimate, runner
 from dbrig.run import plan as run_plan
 from dbrig.run.progress import TERMINAL_EVERY_S, LiveLine
@@ -64,12 +69,14 @@ def run_scenario(
     snapshot_cache: Path | None = None,
     snapshot_cache_max: str | None = None,
     overrides: tuple[str, ...] = (),
+    label: str | None = None,
 ) -> RunOutcome:
     """Run every pending trial of a scenario file or a saved run; raises DbrigError.
 
     ``shard`` (``"I/N"``) runs only shard I of N of the plan's cells (see
     :mod:`dbrig.scenario.shard`); a resumed shard run keeps its saved shard. ``overrides``
-    are ``--set KEY=VALUE`` texts (:mod:`dbrig.scenario.overrides`)."""
+    are ``--set KEY=VALUE`` texts (:mod:`dbrig.scenario.overrides`). ``label`` names the
+    run in ``dbrig publish``'s site (run.json ``environment.label``)."""
     plan, run_dir = _plan_and_run_dir(scenario_file, resume, retry_failed, seed, shard, overrides)
     stop_on_signals()  # Ctrl-C, SIGTERM and SIGHUP: stop everything started, keep the rest
     ours: store.RunDir | None = None  # the run directory, once this invocation runs it
@@ -87,6 +94,8 @@ def run_scenario(
             else:
                 run_dir.update_saved(status="running")
                 ours = run_dir
+            if label:
+                _record_label(run_dir, label)
             _log_to(run_dir.path / "dbrig.log")
             trials = list(resolved.trials)
             say(f"dbrig: {len(trials)} trials -> {run_dir.path}")
@@ -117,6 +126,11 @@ def run_scenario(
     return RunOutcome(
         result.run_dir, len(saved.trials), (saved.trials_saved or 0) - failed, failed, page
     )
+
+
+def _record_label(run_dir: store.RunDir, label: str) -> None:
+    saved = run_dir.saved()
+    run_dir.update_saved(environment={**saved.environment, "label": label})
 
 
 def plan_run(
@@ -374,6 +388,13 @@ def print_dry_run(resolved: run_plan.RunPlan, snapshot_cache: Path | None = None
     show_envvar=True,
     help="The snapshot cache's maximum size (default 50G); least recently used entries go first.",
 )
+@click.option(
+    "--label",
+    metavar="TEXT",
+    help="Name this run in dbrig publish's site (a version, a build); saved in run.json. "
+    "Inside a git checkout the commit and branch are saved anyway.",
+)
+@click.option("--ci-json", "ci_targets", multiple=True, metavar="FORMAT=PATH", help=CI_JSON_HELP)
 def run_command(
     scenario_file: str | None,
     out: Path | None,
@@ -387,6 +408,8 @@ def run_command(
     snapshot_cache: Path | None,
     snapshot_cache_max: str | None,
     overrides: tuple[str, ...],
+    label: str | None = None,
+    ci_targets: tuple[str, ...] = (),
 ) -> None:
     """Run every cell of SCENARIO_FILE (or a shipped scenario by name) and save the results.
 
@@ -394,6 +417,7 @@ def run_command(
     that name runs (see: dbrig examples).
     """
     _say_which_scenario(scenario_file, resume_dir)
+    targets = ci_json.parse_targets(ci_targets)
     max_source = click.get_current_context().get_parameter_source("snapshot_cache_max")
     check_cache_options(
         snapshot_cache,
@@ -429,7 +453,10 @@ def run_command(
         snapshot_cache=snapshot_cache,
         snapshot_cache_max=snapshot_cache_max,
         overrides=overrides,
+        label=label,
     )
+    if targets:
+        write_ci_json(targets, load_run_input(outcome.run_dir))
     log.info("run ended: %d of %d trials ok, %d failed", outcome.ok, outcome.total, outcome.failed)
     if outcome.failed:
         line = (

@@ -161,3 +161,25 @@ def parse_scheduler(text: str) -> tuple[str | None, list[str]]:
     if active is None and len(offered) == 1:
         active = offered[0]
     return active, offered
+
+
+def git_checkout(directory: Path) -> dict[str, str]:
+    """The commit (and branch, unless detached) of the git checkout ``directory`` is in,
+    so runs can be ordered by commit (``dbrig publish``); {} outside a checkout or
+    without git. A dirty work tree is marked, since the commit then is not all that ran."""
+    code, out = proc.capture(
+        ["git", "-C", str(directory), "rev-parse", "HEAD", "--abbrev-ref", "HEAD"], timeout_s=10
+    )
+    lines = out.split()
+    if code != 0 or len(lines) != 2 or not re.fullmatch(r"[0-9a-f]{40}", lines[0]):
+        return {}
+    found = {"commit": lines[0]}
+    if lines[1] != "HEAD":
+        found["branch"] = lines[1]
+    code, status = proc.capture(
+        ["git", "-C", str(directory), "status", "--porcelain", "--untracked-files=no"],
+        timeout_s=10,
+    )
+    if code == 0 and status.strip():
+        found["dirty"] = "true"
+    return found

@@ -317,6 +317,7 @@ def saved_run(resolved: RunPlan, path: Path, now: dt.datetime) -> store.SavedRun
             "host": probe.host(),
             "storage": probe.storage(path),
             "tools": tools.versions(),
+            **({"git": git} if (git := probe.git_checkout(Path.cwd())) else {}),
         },
         shard=_shard_record(plan),
     )
