@@ -331,7 +331,8 @@ class SysbenchParams(ClientPlacement):
         if value is None:
             return None
         base = (info.context or {}).get("base_dir")
-        path = Path(value) if base is None else Path(base) / value
+        path = Path(value).expanduser()  # a suite cloned into ~/src: ~ as a shell reads it
+        path = path if base is None else Path(base) / path
         if not path.is_file():
             raise ValueError(f"no such Lua script: {path}")
         return str(path.resolve())
@@ -1184,11 +1185,25 @@ class SysbenchTool(WorkloadBase):
             extra["histogram"] = pd.DataFrame(result.histogram, columns=["value_ms", "count"])
         reason = failure_reason(result, returncode)
         if reason is not None and self.params._script is not None:
-            reason = lua_script.missing_module(output, self.params._script) or reason
+            reason = self._script_failure(output) or reason
         return Outcome(metrics, intervals if not intervals.empty else None, reason, extra)
 
     def live_interval(self, text_tail: str) -> dict[str, float] | None:
         return latest_interval(text_tail)
+
+    def _script_failure(self, output: str) -> str | None:
+        """A script's failure in its own words: a module it requires is missing, or it
+        connects though its scenario declares it needs no server."""
+        assert self.params._script is not None
+        if self.params.needs_server is False and NO_CONNECTION in output:
+            return (
+                f"{Path(self.params.script or '').name} connects to a server, but its scenario "
+                "declares needs_server: false (dbrig started none, and it reached none)"
+            )
+        return lua_script.missing_module(output, self.params._script)
+
+
+NO_CONNECTION = "unable to connect to MySQL server"
 
 
 def split_normal_errors(metrics: Mapping[str, float], share: float) -> dict[str, float]:
