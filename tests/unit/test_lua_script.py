@@ -175,3 +175,19 @@ def test_script_keys_belong_to_scripts(tmp_path: Path) -> None:
     scenario = {"name": "s", "server": {}, "workload": {"sysbench": block}}
     with pytest.raises(ConfigError, match="needs no server; remove the server block"):
         plan_from_dict(scenario)
+
+
+def test_the_shipped_example_copies_with_its_folder_and_loads_there(tmp_path: Path) -> None:
+    from dbrig.scenario import load
+    from dbrig.scenario.shipped import copy_shipped
+
+    target = copy_shipped("lua-orders", tmp_path)
+    params = load(target).scenario.workload.sysbench
+    assert params.script == str((tmp_path / "lua-orders" / "orders.lua").resolve())
+    assert SysbenchTool(params).input_folder().files == ("orders.lua", "orders_common.lua")
+    mine = tmp_path / "again" / "lua-orders" / "orders.lua"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("mine\n")
+    with pytest.raises(ConfigError, match=r"orders\.lua: already exists"):
+        copy_shipped("lua-orders", tmp_path / "again")
+    assert mine.read_text() == "mine\n"

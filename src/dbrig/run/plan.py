@@ -13,7 +13,7 @@ what the run does.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,11 +120,6 @@ class RunPlan:
         }
         series = preflight.series_bytes(self.plan, os.cpu_count() or 1)
         return preflight.managed_data_bytes(self.plan) + sum(work.values()) + series
-
-    def inputs(self) -> Iterable[Path]:
-        """Files the workloads read (a Lua script's folder): the run directory keeps a copy."""
-        for cell in self.cells.values():
-            yield from cell.workload.inputs().values()
 
 
 def build(
