@@ -191,3 +191,26 @@ def test_the_shipped_example_copies_with_its_folder_and_loads_there(tmp_path: Pa
     with pytest.raises(ConfigError, match=r"orders\.lua: already exists"):
         copy_shipped("lua-orders", tmp_path / "again")
     assert mine.read_text() == "mine\n"
+
+
+def test_a_resume_runs_the_kept_copy_and_refuses_files_changed_since(tmp_path: Path) -> None:
+    from dbrig.run import inputs
+
+    main = workload(tmp_path)
+    block = {"script": str(main), "needs_server": False, "time": 1}
+    [cell] = plan_from_dict({"name": "s", "workload": {"sysbench": block}}).cells
+    run = tmp_path / "run"
+    kept = inputs.keep_inputs([cell], run)
+    [(name, saved)] = kept.items()
+    assert (
+        saved["files"] == ["lib.lua", "main.lua"] and (run / "inputs" / name / "lib.lua").is_file()
+    )
+    inputs.check_copies([cell], run)  # unchanged: fine
+    [trial] = inputs.at_copies(
+        plan_from_dict({"name": "s", "workload": {"sysbench": block}}).trials, run
+    )
+    assert trial.cell.scenario.workload.sysbench.script == str(run / "inputs" / name / "main.lua")
+    (main.parent / "lib.lua").write_text("-- changed\n")
+    [changed] = plan_from_dict({"name": "s", "workload": {"sysbench": block}}).cells
+    with pytest.raises(ConfigError, match="changed since the run started"):
+        inputs.check_copies([changed], run)

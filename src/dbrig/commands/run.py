@@ -29,7 +29,7 @@ from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.commands.show import print_results
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, Interrupted
 from dbrig.report import run_warnings, write_report
-from dbrig.run import dryrun, estimate, runner
+from dbrig.run import dryrun, estimate, inputs, runner
 from dbrig.run import plan as run_plan
 from dbrig.run.progress import TERMINAL_EVERY_S, LiveLine
 from dbrig.scenario import shipped
@@ -125,7 +125,10 @@ def plan_run(
     if run_dir is not None:
         out = run_dir.path.parent
         trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
-    return run_plan.build(plan, out, keep_data=keep_data, strict=strict, trials=trials)
+    resolved = run_plan.build(plan, out, keep_data=keep_data, strict=strict, trials=trials)
+    if run_dir is not None:  # a script's files: the copies the run kept, unchanged
+        inputs.check_copies((c.cell for c in resolved.cells.values()), run_dir.path)
+    return resolved
 
 
 def planned(

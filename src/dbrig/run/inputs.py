@@ -146,6 +146,20 @@ def keep_inputs(cells: Iterable[Cell], run_path: Path) -> dict[str, dict[str, An
     return kept
 
 
+def check_copies(cells: Iterable[Cell], run_path: Path) -> None:
+    """A resumed run runs the copies its start kept: refuse one whose files have changed
+    since (their digest names a copy the run does not hold)."""
+    for cell in cells:
+        found = folder_workload(cell)
+        if found is not None and not copy_root(run_path, found[1]).is_dir():
+            folder = found[1]
+            raise ConfigError(
+                f"--resume {run_path}: the workload's files in {folder.root} changed since "
+                f"the run started (no {INPUTS_DIR}/{folder.name} in it)",
+                hint="start a new run, or put the files back as they were",
+            )
+
+
 def at_copy(cell: Cell, run_path: Path) -> Cell:
     """``cell`` whose workload reads the copy of its files in the run at ``run_path``."""
     found = folder_workload(cell)
