@@ -258,3 +258,37 @@ def test_a_module_left_out_is_refused_before_the_run_in_one_line(
     assert "module 'orders_common' not found" in line
     assert f"{(tmp_path / 'orders').resolve()}/orders_common.lua" in line
     assert "files:" in line
+
+
+@pytest.mark.integration
+def test_a_resume_runs_the_kept_copy_and_refuses_changed_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "counting"
+    folder.mkdir()
+    (folder / "main.lua").write_text(NO_SERVER_MAIN.replace("sum + i", "sum + i + fail()"))
+    (folder / "lib.lua").write_text(
+        NO_SERVER_LIB + "\nsysbench.cmdline.options = {boom = {'fail', false}}\n"
+        "function fail() if sysbench.opt.boom then error('boom') end return 0 end\n"
+    )
+    block = {"script": "counting/main.lua", "needs_server": False, "time": 1}
+    data = {
+        "name": "again",
+        "workload": {"sysbench": block},
+        "matrix": {"workload.sysbench.options.boom": [False, True]},
+        "order": "sequential",
+    }
+    path = write_scenario(tmp_path / "again.yaml", data)
+    out = tmp_path / "runs"
+    first = run_main(["run", str(path), "--out", str(out), "--no-report"], capsys)
+    assert first.code == 1, first.err  # the boom cell failed, on purpose
+    run_dir = only_run_dir(out)
+    again = run_main(["run", "--resume", str(run_dir), "--retry-failed", "--no-report"], capsys)
+    assert again.code == 1, again.err  # the same trial ran again, from the run's copy
+    [name] = read_json(run_dir / "run.json")["environment"]["inputs"]
+    argvs = [read_json(t / "trial.json")["commands"]["workload"] for t in trial_dirs(run_dir)]
+    assert all(str(run_dir / "inputs" / name / "main.lua") in a for a in argvs)
+    (folder / "lib.lua").write_text("-- changed since\n" + (folder / "lib.lua").read_text())
+    refused = run_main(["run", "--resume", str(run_dir), "--retry-failed"], capsys)
+    assert refused.code == 2
+    assert "changed since the run started" in one_error_line(refused.err)

@@ -231,8 +231,14 @@ def resume_plan(resume_dir: Path) -> tuple[store.RunDir, scenario.Plan]:
         raise ConfigError(f"--resume {resume_dir}: run.json has no raw_scenario to resume from")
     source = str(resume_dir / "scenario.yaml")
     cores = (saved_run.environment.get("host") or {}).get("cpu_count")
+    # Paths in it (a Lua script) are relative to the scenario file the run started from.
+    first = Path(saved_run.source).parent if saved_run.source else None
     plan = scenario.plan_from_dict(
-        dict(saved_run.raw_scenario), source=source, seed=saved_run.seed, cpu_count=cores
+        dict(saved_run.raw_scenario),
+        source=source,
+        seed=saved_run.seed,
+        cpu_count=cores,
+        base_dir=first if first is not None and first.is_dir() else None,
     )
     if saved_run.shard is not None:
         shard = saved_run.shard
