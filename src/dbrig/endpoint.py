@@ -49,3 +49,23 @@ class Credentials:
 def is_loopback(host: str) -> bool:
     """``host`` names this machine: localhost, ::1 or an address of 127.0.0.0/8."""
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+NO_SERVER_USER = "dbrig-no-server"
+NO_SERVER_HOST = "127.0.0.1"
+NO_SERVER_PORT = 1  # tcpmux: nothing a database listens on
+NO_SERVER_SOCKET = "no-server/mysqld.sock"
+
+
+def no_server_endpoint(folder: str | Path, database: str) -> Endpoint:
+    """Where a workload with no server "connects": a socket inside its work ``folder``
+    that never exists and a closed port on loopback, so a script that connects anyway
+    fails at once instead of reaching a server dbrig did not start (the system's
+    ``/run/mysqld/mysqld.sock``, which a client falls back to when given nothing)."""
+    return Endpoint(
+        user=NO_SERVER_USER,
+        database=database,
+        socket=f"{folder}/{NO_SERVER_SOCKET}",
+        host=NO_SERVER_HOST,
+        port=NO_SERVER_PORT,
+    )

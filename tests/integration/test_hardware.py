@@ -150,7 +150,12 @@ def test_a_lua_script_runs_its_prepare_and_a_lua_error_fails_its_trial(
     scenario = {
         "name": "lua",
         "workload": {
-            "sysbench": {"script": "bench/counting.lua", "time": 1, "options": {"rounds": 100}}
+            "sysbench": {
+                "script": "bench/counting.lua",
+                "needs_server": False,
+                "time": 1,
+                "options": {"rounds": 100},
+            }
         },
         "matrix": {"workload.sysbench.options.fail": [False, True]},
         "order": "sequential",
@@ -165,9 +170,13 @@ def test_a_lua_script_runs_its_prepare_and_a_lua_error_fails_its_trial(
     )
     meta = read_json(run_dir / "run.json")
     [(name, kept)] = meta["environment"]["inputs"].items()
-    assert (run_dir / "inputs" / name).read_bytes() == LUA.read_bytes()
-    assert kept["source"] == str((bench / "counting.lua").resolve())
+    assert (run_dir / "inputs" / name / "counting.lua").read_bytes() == LUA.read_bytes()
+    assert kept["source"] == str(bench.resolve()) and kept["main"] == "counting.lua"
     assert len(kept["sha256"]) == 64
+    copy = run_dir / "inputs" / name
+    assert kept["search_path"] == {"LUA_PATH": f"{copy}/?.lua;{copy}/?/init.lua;;"}
+    workload = read_json(trial_dirs(run_dir)[0] / "trial.json")["commands"]["workload"]
+    assert str(copy / "counting.lua") in workload  # sysbench ran the run's copy
     assert_work_folders_removed(tmp_path / "runs")
 
 

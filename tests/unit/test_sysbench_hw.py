@@ -198,37 +198,29 @@ def test_script_is_relative_to_the_scenario_file(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- Lua scripts
 
 
-def test_script_commands_and_what_it_defines() -> None:
+def test_script_commands_and_what_it_declares() -> None:
     script = tool(script=str(COUNTING), threads=2, options={"rounds": 10})
-    assert not script.needs_server  # no sysbench.sql.driver() in it
+    assert script.needs_server  # a script is not read for clues: undeclared, it gets one
+    root = COUNTING.resolve().parent
     run = script.run_argv(NOWHERE, Path("sysbench"), 0)
-    assert run[:3] == ["sysbench", str(COUNTING.resolve()), "run"]
+    lua_path = f"LUA_PATH={root}/?.lua;{root}/?/init.lua;;"
+    assert run[:5] == ["env", lua_path, "sysbench", str(COUNTING.resolve()), "run"]
     assert "--rounds=10" in run and "--threads=2" in run
-    assert not any(a.startswith("--mysql") for a in run)
-    assert script.prepare_argv(NOWHERE, Path("sysbench"))[2] == "prepare"
-    assert script.cleanup_argv(NOWHERE, Path("sysbench")) is None  # it defines no cleanup
+    assert "--mysql-socket=<no server>" in run  # connection options always
+    assert script.prepare_argv(NOWHERE, Path("sysbench")) is None  # not probed, not declared
+    declared = tool(script=str(COUNTING), commands=["prepare"], needs_server=False)
+    assert not declared.needs_server
+    assert declared.prepare_argv(NOWHERE, Path("sysbench"))[4] == "prepare"
+    assert declared.cleanup_argv(NOWHERE, Path("sysbench")) is None
     assert script.inputs() == {"script": COUNTING.resolve()}
 
 
-@pytest.mark.parametrize(
-    ("text", "prepare", "database"),
-    [
-        ("function prepare()\nend", True, False),
-        ("sysbench.cmdline.commands = {\n  prepare = {cmd_prepare, 1}\n}", True, False),
-        ("local prepare_statements = 1\nfunction event() end", False, False),
-        ("function event()\n  local drv = sysbench.sql.driver()\nend", False, True),
-        ("db_connect()\n", False, True),
-    ],
-)
-def test_script_detection(text: str, prepare: bool, database: bool) -> None:
-    assert hw.defines_command(text, "prepare") is prepare
-    assert hw.script_needs_database(text) is database
-
-
 def test_script_digest_is_part_of_the_data_set(tmp_path: Path) -> None:
-    one, two = tmp_path / "a.lua", tmp_path / "b.lua"
-    one.write_text("function event() end\n")
-    two.write_text("function event() local x = 1 end\n")
+    one, two = tmp_path / "a" / "w.lua", tmp_path / "b" / "w.lua"
+    for path in (one, two):
+        path.parent.mkdir()
+        path.write_text("function event() end\n")
+    (two.parent / "lib.lua").write_text("x = 1\n")
     assert tool(script=str(one)).data_set_key() != tool(script=str(two)).data_set_key()
 
 
@@ -330,8 +322,8 @@ def test_script_takes_tables_when_given_and_refuses_db_keys_it_cannot_use() -> N
     db_script = str(FIXTURES / "lua" / "select_one.lua")
     argv = tool(script=db_script, tables=4).run_argv(NOWHERE, Path("sysbench"), 0)
     assert "--tables=4" in argv and not any(a.startswith("--table-size") for a in argv)
-    with pytest.raises(ConfigError, match="db_ps_mode: the script never connects"):
-        plan({"script": str(COUNTING), "db_ps_mode": "disable"})
+    with pytest.raises(ConfigError, match="db_ps_mode: the script declares needs_server: false"):
+        plan({"script": str(COUNTING), "db_ps_mode": "disable", "needs_server": False})
 
 
 def test_a_matrix_mixing_tests_with_and_without_a_server_is_refused() -> None:

@@ -32,7 +32,7 @@ from dbrig.commands.console import closed_streams, err_console, out_console, pri
 from dbrig.commands.show import print_results
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, Interrupted
 from dbrig.report import ci_json, run_warnings, write_report
-from dbrig.run import dryrun, estimate, runner
+from dbrig.run import dryrun, estimate, inputs, runner
 from dbrig.run import plan as run_plan
 from dbrig.run.progress import TERMINAL_EVERY_S, LiveLine
 from dbrig.scenario import shipped
@@ -149,7 +149,10 @@ def plan_run(
     if run_dir is not None:
         out = run_dir.path.parent
         trials = runner.pending_trials(plan, run_dir, retry_failed=retry_failed)
-    return run_plan.build(plan, out, keep_data=keep_data, strict=strict, trials=trials)
+    resolved = run_plan.build(plan, out, keep_data=keep_data, strict=strict, trials=trials)
+    if run_dir is not None:  # a script's files: the copies the run kept, unchanged
+        inputs.check_copies((c.cell for c in resolved.cells.values()), run_dir.path)
+    return resolved
 
 
 def planned(
@@ -254,8 +257,14 @@ def resume_plan(resume_dir: Path) -> tuple[store.RunDir, scenario.Plan]:
         raise ConfigError(f"--resume {resume_dir}: run.json has no raw_scenario to resume from")
     source = str(resume_dir / "scenario.yaml")
     cores = (saved_run.environment.get("host") or {}).get("cpu_count")
+    # Paths in it (a Lua script) are relative to the scenario file the run started from.
+    first = Path(saved_run.source).parent if saved_run.source else None
     plan = scenario.plan_from_dict(
-        dict(saved_run.raw_scenario), source=source, seed=saved_run.seed, cpu_count=cores
+        dict(saved_run.raw_scenario),
+        source=source,
+        seed=saved_run.seed,
+        cpu_count=cores,
+        base_dir=first if first is not None and first.is_dir() else None,
     )
     if saved_run.shard is not None:
         shard = saved_run.shard

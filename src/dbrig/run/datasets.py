@@ -26,7 +26,7 @@ from dbrig.run.workdir import WorkDirHandle
 from dbrig.scenario import ExternalServer, ManagedServer
 from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle
 from dbrig.server.protocol import DataSets, Handle
-from dbrig.tools.base import WorkloadTool
+from dbrig.tools.base import FolderWorkload, WorkloadTool
 
 AnyHandle = Handle  # what the runner holds per server: see server/protocol.py
 # The faces data sets use, by ``capabilities.data_sets`` (a type annotation, never a check).
@@ -75,6 +75,8 @@ def prepare_steps(
     if isinstance(spec, ExternalServer) and not spec.prepare:
         return []
     steps = [("prepare", workload.prepare_argv(endpoint, binary))]
+    if isinstance(workload, FolderWorkload):  # the script's own check of what it loaded
+        steps.append(("check", workload.check_argv(endpoint, binary)))
     if isinstance(spec, ExternalServer):
         steps.insert(0, ("cleanup", workload.cleanup_argv(endpoint, binary)))
     return [PrepareStep(name, argv) for name, argv in steps if argv]
@@ -201,11 +203,15 @@ def _ready_workdir(
     """No server: the data set is a folder, prepared once (fileio's files) and reused."""
     _, digest = data_set_id(workload)
     folder = handle.data_set_folder(workload.work_root, digest)
-    argv = workload.prepare_argv(handle.endpoint(workload.database), binary)
+    endpoint = handle.endpoint(workload.database)
+    steps = [("prepare", workload.prepare_argv(endpoint, binary))]
+    if isinstance(workload, FolderWorkload):
+        steps.append(("check", workload.check_argv(endpoint, binary)))
 
     def prepare(cwd: Path) -> None:
-        if argv:
-            run_prepare(handle.name, argv, cwd.parent / f"{digest}.prepare.out", cwd=cwd)
+        for name, argv in steps:
+            if argv:
+                run_prepare(handle.name, argv, cwd.parent / f"{digest}.{name}.out", cwd=cwd)
 
     return handle.prepare(folder, prepare, clock)
 

@@ -13,13 +13,13 @@ what the run does.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dbrig.errors import ConfigError
-from dbrig.run import preflight
+from dbrig.run import inputs, preflight
 from dbrig.run.commands import TrialCommands, trial_commands
 from dbrig.run.datasets import data_set_id
 from dbrig.run.plan_cells import cell_data_parent, cell_endpoint
@@ -31,6 +31,8 @@ from dbrig.server import workspace
 from dbrig.tools.base import WorkloadTool
 from dbrig.tools.registry import workload_for
 from dbrig.util.units import parse_size
+
+RUN_DIRECTORY = "<run directory>"  # where the commands' paths into the run start
 
 
 @dataclass(frozen=True)
@@ -119,11 +121,6 @@ class RunPlan:
         series = preflight.series_bytes(self.plan, os.cpu_count() or 1)
         return preflight.managed_data_bytes(self.plan) + sum(work.values()) + series
 
-    def inputs(self) -> Iterable[Path]:
-        """Files the workloads read (a Lua script): the run directory keeps a copy."""
-        for cell in self.cells.values():
-            yield from cell.workload.inputs().values()
-
 
 def build(
     plan: Plan,
@@ -139,6 +136,10 @@ def build(
     where = out or Path(plan.scenario.out)
     image = workspace_image(plan, keep_data, where)
     tools = preflight.preflight(plan, where, strict=strict)
+    # A folder workload (a Lua script) is asked which commands it defines: sysbench runs.
+    plan = inputs.probed_plan(plan, tools.workload, strict=strict)
+    if trials is not None:
+        trials = inputs.trials_of(plan, trials)
     return resolve(plan, tools, where, image, trials)
 
 
@@ -164,6 +165,8 @@ def unchecked(plan: Plan) -> RunPlan:
 
 
 def _resolve_cell(plan: Plan, cell: Cell, tools: Toolbox, out: Path) -> CellRun:
+    # A script runs from the run's copy (runner.py): its commands read so, as the run's do.
+    cell = inputs.at_copy(cell, Path(RUN_DIRECTORY))
     workload = workload_for(cell.scenario.workload)
     host = cell_host(cell)
     if host is None:

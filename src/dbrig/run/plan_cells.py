@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dbrig.endpoint import Endpoint
+from dbrig.endpoint import Endpoint, no_server_endpoint
 from dbrig.remote.server import BENCHMARK_USER
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.tools.registry import workload_for
@@ -31,6 +31,8 @@ def cell_data_parent(cell: Cell, out: Path) -> Path:
 def cell_endpoint(plan: Plan, cell: Cell) -> Endpoint:
     """Where a cell's workload would connect, with placeholders for what is not known yet."""
     workload = workload_for(cell.scenario.workload)
+    if not workload.needs_server:
+        return no_server_endpoint("<work folder>", workload.database)
     return display_endpoint(plan.scenario.server_specs[cell.server], workload.database)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from dbrig.host import settings as host_settings
 from dbrig.metrics import progress_line
 from dbrig.remote.server import RemoteServerHandle, agent_target
 from dbrig.remote.ssh import SshHost
+from dbrig.run import inputs
 from dbrig.run.commands import DEFAULT_EVENTS_TIMEOUT_S
 from dbrig.run.datasets import NO_SERVER, AnyHandle
 from dbrig.run.plan import RunPlan
@@ -43,7 +43,6 @@ from dbrig.run.workdir import WorkDirHandle, remove_abandoned
 from dbrig.scenario import ExternalServer, ManagedServer, Plan, Trial
 from dbrig.server.cache import SnapshotCache
 from dbrig.server.handles import ExternalServerHandle, ManagedServerHandle
-from dbrig.util import files as util_files
 from dbrig.util.signals import interrupt_cause
 
 log = logging.getLogger(__name__)
@@ -143,6 +142,7 @@ class Runner:
         return self.servers[name]
 
     def execute(self, trials: list[Trial]) -> RunSummary:
+        trials = inputs.at_copies(trials, self.run.path)  # a script runs from the run's copy
         progress = Progress(len(trials), self.emit, live_line=self.live_line)
         ok = failed = 0
         ended = "complete"
@@ -275,26 +275,11 @@ def start_run(resolved: RunPlan, now: dt.datetime) -> store.RunDir:
     run = store.RunDir.create(resolved.out, plan.scenario.name, now)
     (run.path / "scenario.yaml").write_text(yaml.safe_dump(plan.raw, sort_keys=False))
     saved = saved_run(resolved, run.path, now)
-    inputs = keep_inputs(resolved, run.path)
-    if inputs:
-        saved = saved.replace(environment={**saved.environment, "inputs": inputs})
+    kept = inputs.keep_inputs((c.cell for c in resolved.cells.values()), run.path)
+    if kept:
+        saved = saved.replace(environment={**saved.environment, "inputs": kept})
     run.write_saved(saved)
     return run
-
-
-def keep_inputs(resolved: RunPlan, run_path: Path) -> dict[str, dict[str, str]]:
-    """Copy the files the workload reads (a Lua script) into ``inputs/`` of the run; for
-    run.json, each copy's source path and sha256, by its name in the run directory."""
-    kept: dict[str, dict[str, str]] = {}
-    for source in resolved.inputs():
-        data = source.read_bytes()
-        digest = hashlib.sha256(data).hexdigest()
-        name = f"{digest[:12]}-{source.name}"
-        if name not in kept:
-            (run_path / "inputs").mkdir(exist_ok=True)
-            util_files.write_bytes_atomic(run_path / "inputs" / name, data)
-            kept[name] = {"source": str(source), "sha256": digest}
-    return kept
 
 
 def saved_run(resolved: RunPlan, path: Path, now: dt.datetime) -> store.SavedRun:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from dbrig import ownership, proc
-from dbrig.endpoint import Credentials, Endpoint
+from dbrig.endpoint import Credentials, Endpoint, no_server_endpoint
 from dbrig.errors import ConfigError
 from dbrig.host.settings import SystemSettings, SystemState
 from dbrig.server.protocol import Capabilities, ClientRoute, DataSets, HostSampling
@@ -76,8 +76,9 @@ class WorkDirHandle:
     def endpoint(
         self, database: str, options_text: str | None = None, filename: str = "client.cnf"
     ) -> Endpoint:
-        """Never connected to: the tool builds no connection options for it."""
-        return Endpoint(user="none", database=database, socket="<no server>")
+        """Nothing to connect to: a socket in the work folder that does not exist and a
+        closed port (a script that connects anyway fails instead of finding another server)."""
+        return no_server_endpoint(self.cwd or self.default_parent, database)
 
     def credentials(self) -> Credentials | None:
         return None

@@ -106,16 +106,18 @@ def plan_from_dict(
     source: str = "<scenario>",
     seed: int | None = None,
     cpu_count: int | None = None,
+    base_dir: Path | None = None,
 ) -> Plan:
-    """Validate and expand; ``seed`` (a resumed run's saved one) wins over the file's, and
-    ``cpu_count`` (the saved host's) sizes ``nproc`` matrix values instead of this host's."""
-    scenario = validate(raw, source)
+    """Validate and expand; ``seed`` (a resumed run's saved one) wins over the file's,
+    ``cpu_count`` (the saved host's) sizes ``nproc`` matrix values instead of this host's,
+    and ``base_dir`` (a resumed run's first scenario folder) is what paths are relative to."""
+    scenario = validate(raw, source, base_dir=base_dir)
     blocks = matrix_blocks(scenario.matrix, source, cpu_count)
     for block in blocks:
         for paths, _ in block:
             for p in paths:
                 check_path(p, raw, source)
-    cells = expand(raw, blocks, scenario, source)
+    cells = expand(raw, blocks, scenario, source, base_dir)
     _refuse_mixed_server_needs(cells, source)
     names = tuple(dict.fromkeys(k for c in cells for k, _ in c.factors))
     if seed is None:

@@ -37,6 +37,7 @@ import json
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dbrig.errors import ConfigError
@@ -192,7 +193,13 @@ def _row(value: Any, paths: tuple[str, ...], where: str, source: str) -> tuple[A
     return tuple(value)
 
 
-def expand(raw: dict[str, Any], blocks: list[Block], base: Scenario, source: str) -> list[Cell]:
+def expand(
+    raw: dict[str, Any],
+    blocks: list[Block],
+    base: Scenario,
+    source: str,
+    base_dir: Path | None = None,
+) -> list[Cell]:
     cells: list[Cell] = []
     seen: set[str] = set()
     for block in blocks:
@@ -201,7 +208,7 @@ def expand(raw: dict[str, Any], blocks: list[Block], base: Scenario, source: str
             if key in seen:
                 continue
             seen.add(key)
-            cells.append(_make_cell(len(cells), factors, raw, base, source))
+            cells.append(_make_cell(len(cells), factors, raw, base, source, base_dir))
     return cells
 
 
@@ -217,7 +224,12 @@ def _cross(block: Block) -> Iterator[list[tuple[str, Any]]]:
 
 
 def _make_cell(
-    index: int, factors: list[tuple[str, Any]], raw: dict, base: Scenario, source: str
+    index: int,
+    factors: list[tuple[str, Any]],
+    raw: dict,
+    base: Scenario,
+    source: str,
+    base_dir: Path | None = None,
 ) -> Cell:
     data = copy.deepcopy(raw)
     data.pop("matrix", None)
@@ -228,7 +240,7 @@ def _make_cell(
         else:
             _deep_set(data, path.split("."), value)
     context = "matrix cell " + " ".join(f"{k}={v}" for k, v in factors) + ": "
-    scenario = validate(data, source, context)
+    scenario = validate(data, source, context, base_dir)
     names = list(base.server_specs)
     if server is None:
         if len(names) > 1:

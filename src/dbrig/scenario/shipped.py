@@ -101,11 +101,17 @@ def copy_shipped(name: str, directory: Path, force: bool = False) -> Path:
     if directory.exists() and not directory.is_dir():
         raise ConfigError(f"{directory}: not a directory (give the folder to copy into)")
     target = directory / source.name
-    if target.exists() and not force:
-        raise ConfigError(f"{target}: already exists; not overwritten (--force replaces it)")
+    # A folder named as the scenario holds its own files (a Lua workload): it comes along.
+    own = source.with_suffix("")
+    files = sorted(p for p in own.rglob("*") if p.is_file()) if own.is_dir() else []
+    targets = [target, *(directory / own.name / p.relative_to(own) for p in files)]
+    existing = [t for t in targets if t.exists()]
+    if existing and not force:
+        raise ConfigError(f"{existing[0]}: already exists; not overwritten (--force replaces it)")
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomic(target, source.read_bytes())
+        for path, dest in zip([source, *files], targets, strict=True):
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            write_bytes_atomic(dest, path.read_bytes())
     except OSError as exc:
         raise ConfigError(f"{target}: cannot write ({exc.strerror or exc})") from None
     return target

@@ -14,11 +14,14 @@ from dbrig.scenario.messages import describe_error
 from dbrig.scenario.model import Scenario
 
 
-def validate(raw: Mapping[str, Any], source: str, context: str = "") -> Scenario:
+def validate(
+    raw: Mapping[str, Any], source: str, context: str = "", base_dir: Path | None = None
+) -> Scenario:
+    """``base_dir``: what paths in it are relative to (a resumed run's: its scenario's
+    folder when it started); default, the folder of ``source``."""
+    base = base_dir if base_dir is not None else _folder_of(source)
     try:
-        return Scenario.model_validate(
-            _with_default_kinds(raw), context={"base_dir": _folder_of(source)}
-        )
+        return Scenario.model_validate(_with_default_kinds(raw), context={"base_dir": base})
     except ValidationError as exc:
         raise ConfigError(f"{source}: {context}{describe_error(exc)}") from None
     except ConfigError as exc:  # a driver's cross-field check, already naming its key

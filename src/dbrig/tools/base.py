@@ -349,6 +349,66 @@ class ServerWorkload(WorkloadBase):
         return {}
 
 
+@dataclass(frozen=True)
+class InputFolder:
+    """Files a workload reads that are its own (a Lua script and the modules it requires):
+    the run keeps a copy of them under ``inputs/<name>/`` and the workload reads that copy."""
+
+    name: str  # the copy's folder name in the run: unique per content
+    root: Path  # the folder they are in
+    files: tuple[str, ...]  # relative to root, sorted
+    digest: str  # over every file's relative path and content: part of the data-set key
+    main: str  # the file the tool starts with (relative to root)
+
+
+@dataclass(frozen=True)
+class CommandsProbe:
+    """A command that asks the tool which commands a workload defines: ``argv`` run with
+    ``stdin``, its output handed back to :meth:`FolderWorkload.probed`."""
+
+    argv: list[str]
+    stdin: str
+
+
+@runtime_checkable
+class FolderWorkload(Protocol):
+    """A workload made of a folder of files (a sysbench Lua script that requires others).
+
+    The tool stays pure: the run side copies :meth:`input_folder` into the run and
+    rewrites the cell's block with :meth:`at_copy`, so what runs is that copy; and when
+    the plan is built it runs :meth:`commands_probe` (on a copy made in a temporary
+    folder) and rewrites the block with :meth:`probed`: prepare and cleanup run only
+    when the workload defines them.
+    """
+
+    def input_folder(self) -> InputFolder | None:
+        """Its files, or None (a block that reads none: a built-in test)."""
+        ...
+
+    def at_copy(self, root: Path) -> BaseModel:
+        """Its params, reading the copy of :meth:`input_folder` at ``root``."""
+        ...
+
+    def search_path(self, root: Path) -> dict[str, str]:
+        """The variables that put the copy at ``root`` on its search path, for run.json."""
+        ...
+
+    def commands_probe(self, binary: Path, root: Path, empty: Path) -> CommandsProbe | None:
+        """How to ask which commands the copy at ``root`` defines (run in the folder
+        ``empty``); None when the scenario declares them."""
+        ...
+
+    def check_argv(self, endpoint: Endpoint, binary: Path) -> list[str] | None:
+        """Its own check of a data set just prepared (sysbench's ``check`` command), run
+        before the data set is kept; None when it defines none."""
+        ...
+
+    def probed(self, output: str, root: Path) -> BaseModel:
+        """Its params with the commands the probe found; raises ConfigError (one line)
+        when the workload did not load (a module it requires is missing)."""
+        ...
+
+
 @runtime_checkable
 class CheckedWorkload(Protocol):
     """A workload whose database must pass checks after every run (tpcc's consistency).

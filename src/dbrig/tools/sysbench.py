@@ -81,7 +81,6 @@ What ``parse(text)`` returns (:class:`SysbenchResult`)
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -102,13 +101,16 @@ from pydantic import (
 from dbrig.endpoint import Credentials, Endpoint
 from dbrig.errors import ConfigError
 from dbrig.metrics import Metric, WorkUnit, produced_by
+from dbrig.tools import lua_script
 from dbrig.tools import sysbench_hw as hw
 from dbrig.tools.base import (
     CLIENT_CPUS,
     CLIENT_HOST,
     CellCheck,
     ClientPlacement,
+    CommandsProbe,
     DataEstimate,
+    InputFolder,
     MeanLatency,
     Outcome,
     ServerWorkload,
@@ -116,6 +118,7 @@ from dbrig.tools.base import (
     ToolInfo,
     WorkloadBase,
 )
+from dbrig.tools.lua_script import ScriptFiles, read_script_files
 from dbrig.util.units import parse_size, to_float
 
 INFO = ToolInfo(name="sysbench", binaries=("sysbench",), package="sysbench")
@@ -133,6 +136,7 @@ OltpTest = Literal[
     "oltp_delete",
 ]
 Command = Literal["prepare", "run", "cleanup"]
+ScriptCommand = Literal["prepare", "cleanup", "check"]
 OptionValue = str | int | float | bool
 
 # Options of oltp_common.lua that change what `prepare` writes, with their defaults.
@@ -174,6 +178,7 @@ RESERVED_OPTIONS = frozenset(
 OLTP_ONLY_FIELDS = frozenset(
     {"tables", "table_size", "db", "db_ps_mode", "mysql_ignore_errors", "options"}
 )
+SCRIPT_ONLY_FIELDS = frozenset({"files", "needs_server", "commands", "normal_errors"})
 FORBIDDEN_EXTRA_ARGS = ("--mysql-password", "--mysql_password", "--config-file", "--config_file")
 OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 ERROR_CODE = re.compile(r"^[A-Za-z0-9_]+$")
@@ -226,7 +231,41 @@ class SysbenchParams(ClientPlacement):
         (), description="Arguments appended verbatim, after everything dbrig generates."
     )
     script: str | None = Field(
-        None, description="Your own Lua script (relative to the scenario file); not with test."
+        None,
+        description=(
+            "Your own Lua script (relative to the scenario file); not with test. Its folder "
+            "is the workload: every .lua file there is kept with the run and on LUA_PATH."
+        ),
+    )
+    files: tuple[str, ...] | None = Field(
+        None,
+        description=(
+            "script: the files of its folder that make the workload (relative to it; "
+            "default: every .lua file under it)."
+        ),
+    )
+    needs_server: bool | None = Field(
+        None,
+        description=(
+            "script: false for a script that never connects (default: it gets a server, "
+            "like any database workload)."
+        ),
+    )
+    commands: tuple[ScriptCommand, ...] | None = Field(
+        None,
+        description=(
+            "script: which of prepare, cleanup, check it defines (default: asked of "
+            "sysbench when the run is planned)."
+        ),
+    )
+    normal_errors: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description=(
+            "script: the share of events its authors end in an error on purpose (a "
+            "deliberate rollback); errors up to it are not counted in errors_per_s."
+        ),
     )
     # The hardware tests' options, by sysbench's names (sysbench_hw.TEST_OPTIONS); None
     # leaves sysbench's own default.
@@ -276,7 +315,7 @@ class SysbenchParams(ClientPlacement):
     )
     host: str | None = CLIENT_HOST
     cpus: tuple[int, ...] | None = CLIENT_CPUS
-    _script_text: str = PrivateAttr("")
+    _script: ScriptFiles | None = PrivateAttr(None)
 
     @field_validator(*hw.SIZE_OPTIONS, "file_block_size")
     @classmethod
@@ -292,7 +331,8 @@ class SysbenchParams(ClientPlacement):
         if value is None:
             return None
         base = (info.context or {}).get("base_dir")
-        path = Path(value) if base is None else Path(base) / value
+        path = Path(value).expanduser()  # a suite cloned into ~/src: ~ as a shell reads it
+        path = path if base is None else Path(base) / path
         if not path.is_file():
             raise ValueError(f"no such Lua script: {path}")
         return str(path.resolve())
@@ -316,14 +356,16 @@ class SysbenchParams(ClientPlacement):
             wrong = [n for n, v in given.items() if v is not None]
             if wrong:
                 raise ValueError(f"{wrong[0]}: an option of a hardware test, not of a script")
-            # Reading the script is validation, like reading the YAML: the tool stays pure.
-            self._script_text = Path(self.script).read_text(errors="replace")
+            # Reading the script's files is validation, like reading the YAML: the tool
+            # stays pure.
+            self._script = read_script_files(Path(self.script), self.files)
             db_fields = sorted({"db", "db_ps_mode", "mysql_ignore_errors"} & self.model_fields_set)
-            if db_fields and not hw.script_needs_database(self._script_text):
-                raise ValueError(
-                    f"{db_fields[0]}: the script never connects (no sysbench.sql.driver())"
-                )
+            if db_fields and self.needs_server is False:
+                raise ValueError(f"{db_fields[0]}: the script declares needs_server: false")
             return self
+        script_only = sorted(SCRIPT_ONLY_FIELDS & self.model_fields_set)
+        if script_only:
+            raise ValueError(f"{script_only[0]}: a key of script:, not of test {self.test}")
         if self.test not in hw.TEST_OPTIONS:
             wrong = [n for n, v in given.items() if v is not None]
             if wrong:
@@ -498,15 +540,17 @@ def hardware_values(params: SysbenchParams) -> dict[str, object]:
 def _script_command(
     params: SysbenchParams, endpoint: Endpoint, command: Command, binary: str, warmup: int
 ) -> list[str]:
-    """``sysbench /abs/my.lua run``: connection options only when the script uses a database."""
+    """``env LUA_PATH=<folder>/?.lua;... sysbench <folder>/my.lua run``: the script's folder
+    on the search path, and connection options always (a script with no server gets the
+    endpoint of none: nothing it could reach)."""
     assert params.script is not None
-    connection = connection_options(params.db, endpoint) if script_needs_server(params) else []
+    script = Path(params.script)
     generic = (
         _generic_run_options(params, warmup)
         if command == "run"
         else [f"--threads={params.threads}"]
     )
-    if command == "run" and connection:
+    if command == "run":
         generic.append(f"--db-ps-mode={params.db_ps_mode}")
         if params.mysql_ignore_errors is not None:
             ignore = _ignore_errors_value(params.mysql_ignore_errors)
@@ -519,19 +563,16 @@ def _script_command(
     ]
     options = [f"--{name}={render_option(value, name)}" for name, value in params.options.items()]
     return [
+        *lua_script.env_prefix(script.parent),
         binary,
-        params.script,
+        str(script),
         command,
-        *connection,
+        *connection_options(params.db, endpoint),
         *generic,
         *sizes,
         *options,
         *params.extra_args,
     ]
-
-
-def script_needs_server(params: SysbenchParams) -> bool:
-    return params.script is not None and hw.script_needs_database(params._script_text)
 
 
 def _generic_run_options(params: SysbenchParams, warmup: int) -> list[str]:
@@ -553,7 +594,9 @@ def connection_options(db: str, endpoint: Endpoint) -> list[str]:
     argv = ["--db-driver=mysql"]
     if endpoint.socket:
         argv.append(f"--mysql-socket={endpoint.socket}")
-    else:
+    if endpoint.host:
+        # With a socket too only for the endpoint of no server (endpoint.py): a socket that
+        # does not exist, and a closed port should a script choose TCP itself.
         argv.append(f"--mysql-host={endpoint.host}")
         if endpoint.port is not None:
             argv.append(f"--mysql-port={endpoint.port}")
@@ -1013,7 +1056,8 @@ class SysbenchTool(WorkloadBase):
     @property
     def needs_server(self) -> bool:
         if self.params.script is not None:
-            return script_needs_server(self.params)
+            # Declared, never guessed: a script connects unless its scenario says not.
+            return self.params.needs_server is not False
         return self.params.test not in hw.TEST_OPTIONS
 
     @property
@@ -1028,9 +1072,42 @@ class SysbenchTool(WorkloadBase):
     def inputs(self) -> dict[str, Path]:
         return {"script": Path(self.params.script)} if self.params.script else {}
 
+    def input_folder(self) -> InputFolder | None:
+        files = self.params._script
+        if files is None:
+            return None
+        return InputFolder(files.name, files.root, files.files, files.digest, files.main)
+
+    def at_copy(self, root: Path) -> SysbenchParams:
+        files = self.params._script
+        assert files is not None, "at_copy of a block with no script"
+        return self.params.model_copy(update={"script": str(files.main_at(root))})
+
+    def search_path(self, root: Path) -> dict[str, str]:
+        return {lua_script.SEARCH_PATH_VAR: lua_script.lua_path(root)}
+
+    def commands_probe(self, binary: Path, root: Path, empty: Path) -> CommandsProbe | None:
+        files = self.params._script
+        if files is None or self.params.commands is not None:
+            return None
+        argv = lua_script.probe_argv(str(binary), root, empty)
+        return CommandsProbe(argv, lua_script.probe_source(files.main_at(root)))
+
+    def probed(self, output: str, root: Path) -> SysbenchParams:
+        files = self.params._script
+        assert files is not None, "probed of a block with no script"
+        found = lua_script.parse_probe(output, files, root)
+        if found.error is not None:
+            raise ConfigError(
+                f"workload.sysbench.script: {found.error}",
+                hint="or declare its commands (commands: [prepare, cleanup]) to skip asking",
+            )
+        commands = tuple(c for c in lua_script.SCRIPT_COMMANDS if c in found.commands)
+        return self.params.model_copy(update={"commands": commands})
+
     def data_set_key(self) -> tuple:
-        if self.params.script is not None:
-            digest = hashlib.sha256(self.params._script_text.encode()).hexdigest()
+        if self.params._script is not None:
+            digest = self.params._script.digest  # every file of its folder, not the main one
             options = tuple(sorted((k, str(v)) for k, v in self.params.options.items()))
             sizes = (self.params.tables, self.params.table_size, self.params.db)
             return ("sysbench", "script", digest, sizes, options, self.params.extra_args)
@@ -1055,9 +1132,15 @@ class SysbenchTool(WorkloadBase):
             return None
         return build_command(self.params, endpoint, "cleanup", binary=str(binary))
 
+    def check_argv(self, endpoint: Endpoint, binary: Path) -> list[str] | None:
+        if self.params.script is None or not self._has_command("check"):
+            return None
+        argv = _script_command(self.params, endpoint, "prepare", str(binary), 0)
+        return [*argv[:4], "check", *argv[5:]]  # env LUA_PATH=.. sysbench script check ...
+
     def _has_command(self, command: str) -> bool:
-        if self.params.script is not None:
-            return hw.defines_command(self.params._script_text, command)
+        if self.params.script is not None:  # declared, or asked of sysbench by the plan
+            return command in (self.params.commands or ())
         if self.params.test in hw.TEST_OPTIONS:
             # fileio's files are removed with dbrig's own directory, so no cleanup runs.
             fileio = self.params.test == "fileio" and not _creates_its_files(self.params)
@@ -1094,19 +1177,45 @@ class SysbenchTool(WorkloadBase):
             if per_s in metrics:
                 short = "errors_per_s" if per_s.startswith("ignored") else per_s
                 metrics[short] = metrics[per_s]
+        if self.params.normal_errors is not None:
+            metrics.update(split_normal_errors(metrics, self.params.normal_errors))
         intervals = intervals_frame(result)
         extra = {}
         if result.histogram:
             extra["histogram"] = pd.DataFrame(result.histogram, columns=["value_ms", "count"])
-        return Outcome(
-            metrics,
-            intervals if not intervals.empty else None,
-            failure_reason(result, returncode),
-            extra,
-        )
+        reason = failure_reason(result, returncode)
+        if reason is not None and self.params._script is not None:
+            reason = self._script_failure(output) or reason
+        return Outcome(metrics, intervals if not intervals.empty else None, reason, extra)
 
     def live_interval(self, text_tail: str) -> dict[str, float] | None:
         return latest_interval(text_tail)
+
+    def _script_failure(self, output: str) -> str | None:
+        """A script's failure in its own words: a module it requires is missing, or it
+        connects though its scenario declares it needs no server."""
+        assert self.params._script is not None
+        if self.params.needs_server is False and NO_CONNECTION in output:
+            return (
+                f"{Path(self.params.script or '').name} connects to a server, but its scenario "
+                "declares needs_server: false (dbrig started none, and it reached none)"
+            )
+        return lua_script.missing_module(output, self.params._script)
+
+
+NO_CONNECTION = "unable to connect to MySQL server"
+
+
+def split_normal_errors(metrics: Mapping[str, float], share: float) -> dict[str, float]:
+    """The errors a script's authors count as normal (``normal_errors``: up to that share of
+    its events, e.g. a deliberate rollback) apart from the rest: ``errors_per_s`` keeps only
+    the rest (real retries), ``normal_errors_per_s`` the normal ones."""
+    errors, rate = metrics.get("ignored_errors"), metrics.get("ignored_errors_per_s")
+    events = metrics.get("transactions", metrics.get("events"))
+    if errors is None or rate is None or events is None:
+        return {}
+    normal = min(errors, share * events) / errors if errors else 0.0
+    return {"normal_errors_per_s": rate * normal, "errors_per_s": rate * (1 - normal)}
 
 
 def _derives_event_rate(params: SysbenchParams) -> bool:

@@ -1,14 +1,13 @@
-"""sysbench's hardware tests (cpu, memory, threads, mutex, fileio) and your own Lua scripts.
+"""sysbench's hardware tests (cpu, memory, threads, mutex, fileio).
 
 Pure helpers for :mod:`dbrig.tools.sysbench`: which options belong to which test,
-how they become argv, what a fileio data set is, and what a Lua script defines.
+how they become argv, and what a fileio data set is.
 
 What needs a server
 -------------------
-The five hardware tests never connect to a database. A Lua script does when it
-asks for a driver: every script written for sysbench 1.0 connects through
-``sysbench.sql.driver()`` (the bundled OLTP scripts do), and old 0.5-style scripts
-call ``db_connect()`` / ``db_query()``. A script that mentions neither needs no server.
+The five hardware tests never connect to a database. A Lua script is not read for
+clues: it gets a server unless its scenario declares ``needs_server: false``, and the
+commands it defines are asked of sysbench (:mod:`dbrig.tools.lua_script`).
 
 What a fileio data set is
 -------------------------
@@ -30,7 +29,6 @@ with nothing to prepare (seqwr makes its files itself), in a folder of its own.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Literal
 
@@ -66,16 +64,6 @@ SIZE_OPTIONS = frozenset({"memory_block_size", "memory_total_size", "file_total_
 FILEIO_DEFAULT_NUM = 128  # sysbench 1.0.20's --file-num default
 FILEIO_DEFAULT_TOTAL = "2G"  # and its --file-total-size default
 
-# A script defines a command either as a global function or in sysbench.cmdline.commands
-# (oltp_common.lua does the latter). sysbench 1.0.20 refuses a command the script does
-# not define (rc 1, "'x.lua' test does not implement the 'prepare' command."), so
-# dbrig runs prepare and cleanup only when the script's text defines them.
-_COMMAND_RE = {
-    name: re.compile(rf"\bfunction\s+{name}\s*\(|\b{name}\s*=\s*(?:function\b|\{{)")
-    for name in ("prepare", "cleanup")
-}
-_NEEDS_DB_RE = re.compile(r"\bsysbench\.sql\.driver\s*\(|\bdb_connect\s*\(|\bdb_query\s*\(")
-
 
 def wrong_test_options(test: str, given: Mapping[str, object]) -> list[str]:
     """The hardware options set in ``given`` that ``test`` does not take."""
@@ -110,16 +98,6 @@ def fileio_file_flags(values: Mapping[str, object]) -> list[str]:
 def fileio_total_bytes(values: Mapping[str, object]) -> int:
     """The size fileio's prepare writes, in bytes."""
     return parse_size(values.get("file_total_size") or FILEIO_DEFAULT_TOTAL) or 0
-
-
-def defines_command(script_text: str, command: str) -> bool:
-    """Whether a Lua script defines ``prepare`` or ``cleanup`` (see ``_COMMAND_RE``)."""
-    return bool(_COMMAND_RE[command].search(script_text))
-
-
-def script_needs_database(script_text: str) -> bool:
-    """Whether a Lua script connects to a database (see the module docstring)."""
-    return bool(_NEEDS_DB_RE.search(script_text))
 
 
 # --- the report's warnings about the hardware tests ------------------------------------------
