@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from dbrig.run import runner
+from dbrig.commands import run as run_command
 from dbrig.server import workspace as ws
 from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
@@ -228,13 +228,13 @@ def test_a_hangup_before_the_first_trial_leaves_the_run_interrupted_not_running(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The run directory and run.json exist, no trial has started: a real SIGHUP lands."""
-    listed = runner.pending_trials
+    logs_to = run_command._log_to  # called once run.json says running, before any trial
 
-    def hang_up_then_list(*args: Any, **kwargs: Any) -> Any:
+    def log_then_hang_up(*args: Any, **kwargs: Any) -> None:
+        logs_to(*args, **kwargs)
         os.kill(os.getpid(), signal.SIGHUP)
-        return listed(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "pending_trials", hang_up_then_list)
+    monkeypatch.setattr(run_command, "_log_to", log_then_hang_up)
     scenario = write_scenario(tmp_path / "one.yaml", tiny_scenario())
     result = run_main(["run", str(scenario), "--out", str(tmp_path / "runs")], capsys)
     assert result.code == 130, result.err
