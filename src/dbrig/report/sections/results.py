@@ -11,7 +11,7 @@ from dbrig.metrics import Metric
 from dbrig.report.data import RunData, plain_value
 from dbrig.report.sections import LoadedRun, Part, render
 from dbrig.report.tables import CellStats, detail_metrics, is_numeric
-from dbrig.report.warnings import throughput_metric
+from dbrig.report.warning_base import throughput_metric
 from dbrig.util.units import to_float
 
 
