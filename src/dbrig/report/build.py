@@ -41,11 +41,13 @@ from dbrig.report.sections import (
     appendix,
     environment,
     factors,
+    faults,
     findings,
     results,
     scalability,
     soak,
     timeseries,
+    tpcc,
     warnings,
 )
 from dbrig.report.tables import (
@@ -69,6 +71,8 @@ SECTIONS: tuple[ModuleType, ...] = (
     results,
     factors,
     scalability,
+    faults,
+    tpcc,
     soak,
     timeseries,
     appendix,

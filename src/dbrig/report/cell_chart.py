@@ -19,6 +19,8 @@ from dbrig.report import panels as draw
 from dbrig.report.chart_base import (
     STYLE,
     TIME_LABEL,
+    Marker,
+    mark_events,
     new_figure,
     set_margins,
     shade_warmup,
@@ -36,8 +38,10 @@ def timeseries_grid(
     ylabel: str,
     warmup_s: float,
     ncols: int = 4,
+    markers: Sequence[Sequence[Marker]] = (),
 ) -> Figure:
-    """Small multiples, one panel per cell (shared axes), one line per repetition."""
+    """Small multiples, one panel per cell (shared axes), one line per repetition;
+    ``markers[i]``: the events of panel i's faults, as unlabelled lines."""
     ncols = max(1, min(ncols, len(panels)))
     nrows = max(1, -(-len(panels) // ncols))
     with matplotlib.rc_context(STYLE):
@@ -53,6 +57,8 @@ def timeseries_grid(
             ax.set_title(shorten(title, 40), fontsize=8.5)
         _autoscale_once(axes, "xy")
         axes[0].set_ylim(bottom=0)
+        for ax, events in zip(axes, markers, strict=False):
+            mark_events([ax], events, labelled=False)
         for ax in axes[len(panels) :]:
             ax.set_visible(False)
         fig.text(0.5, 0.12 / fig.get_figheight(), TIME_LABEL, ha="center", va="bottom")
@@ -72,6 +78,7 @@ class CellSamples:
     procs: pd.DataFrame | None = None  # procs.csv: CPU per process role
     role_labels: Mapping[str, str] = field(default_factory=dict)  # workload -> client (sysbench)
     memory: bool = False  # a panel of RSS per process role (a soak's leak check)
+    markers: Sequence[Marker] = ()  # events of the trial's faults (report/faults.py)
 
 
 @dataclass(frozen=True)
@@ -144,6 +151,7 @@ def cell_figure(
                 ax.set_xlabel(TIME_LABEL if last else "")
                 ax.tick_params(axis="x", labelbottom=last)
         _autoscale_once(drawn, "x")
+        mark_events(drawn, samples.markers, labelled=True)
     return fig
 
 

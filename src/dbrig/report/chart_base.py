@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 import matplotlib
@@ -159,3 +161,51 @@ def shade_warmup(ax: Axes, warmup_s: float) -> None:
 
 def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Marker:
+    """An event on the measured window's clock (a fault's signal, the server back), drawn as
+    a vertical line on every time axis of a figure."""
+
+    t_s: float
+    label: str
+
+
+MARKER_STYLE = {"color": "#6a1b9a", "linewidth": 0.9, "linestyle": (0, (4, 2)), "alpha": 0.85}
+_MARKER_GAP = 0.04  # labels closer than this share of the x axis are joined into one
+
+
+def mark_events(axes: Sequence[Axes], markers: Sequence[Marker], *, labelled: bool) -> None:
+    """A line per event on each of ``axes`` (after their x limits are set), its label at the
+    top of the first one; events too close to read apart get one label, joined by " / "."""
+    if not markers or not axes:
+        return
+    for ax in axes:
+        for marker in markers:
+            ax.axvline(marker.t_s, **MARKER_STYLE)
+    if not labelled:
+        return
+    first = axes[0]
+    low, high = first.get_xlim()
+    gap = _MARKER_GAP * (high - low)
+    groups: list[list[Marker]] = []
+    for marker in sorted(markers, key=lambda m: m.t_s):
+        if groups and marker.t_s - groups[-1][0].t_s < gap:
+            groups[-1].append(marker)
+        else:
+            groups.append([marker])
+    for group in groups:
+        text = " / ".join(dict.fromkeys(m.label for m in group))
+        first.annotate(
+            text,
+            xy=(group[0].t_s, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(2, -2),
+            textcoords="offset points",
+            rotation=90,
+            ha="left",
+            va="top",
+            fontsize=6.5,
+            color=MARKER_STYLE["color"],
+        )

@@ -11,7 +11,15 @@ The charts live in four modules; this one names what the report's sections draw 
 from __future__ import annotations
 
 from dbrig.report.cell_chart import CellSamples, cell_figure, timeseries_grid
-from dbrig.report.chart_base import DPI, MAX_PLOT_POINTS, PALETTE, STYLE, TIME_LABEL, png_bytes
+from dbrig.report.chart_base import (
+    DPI,
+    MAX_PLOT_POINTS,
+    PALETTE,
+    STYLE,
+    TIME_LABEL,
+    Marker,
+    png_bytes,
+)
 from dbrig.report.factor_chart import MIN_INTERVAL_N, FactorPoints, factor_chart, spread_kind
 from dbrig.report.panels import Buckets, Series, downsample
 
@@ -25,6 +33,7 @@ __all__ = [
     "Buckets",
     "CellSamples",
     "FactorPoints",
+    "Marker",
     "Series",
     "cell_figure",
     "downsample",

@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
 
-from dbrig.metrics import HEADLINE, Metric, throughput_metrics
-from dbrig.report import charts
+from dbrig.metrics import HEADLINE, REGISTRY, Metric, throughput_metrics
+from dbrig.report import charts, faults
 from dbrig.report.data import RunData, read_samples
 from dbrig.report.sections import Job, LoadedRun, Part, Plot, png, render
 
 MAX_CELL_FIGURES = 8  # one figure of nine panels per cell: about 0.5 s each
 MAX_GRID_CELLS = 16  # panels of the throughput overview
+MARKER_NOTE = (
+    "Dashed lines: the fault's events in the repetition whose samples are shown (its signal, "
+    "the server gone, the restart, the first query, throughput recovered; every repetition's "
+    "timeline is in the Faults section)."
+)
 
 
 def jobs(run: LoadedRun) -> list[Job]:
@@ -104,11 +109,14 @@ def _grid_plot(
         column=columns.throughput,
         ylabel=columns.throughput_label,
         warmup_s=max(_warmup(data, c) for c in grid_cells),
+        markers=[_markers(data, c["cell"], columns) for c in grid_cells],
     )
     caption = (
         "Per-interval throughput of every repetition (one line each), same axes in every "
         "panel. Grey: warm-up, discarded."
     )
+    if any(_markers(data, c["cell"], columns) for c in grid_cells):
+        caption += f" {MARKER_NOTE}"
     return Plot("timeseries_throughput.png", "Throughput over time, per cell", caption, png(fig))
 
 
@@ -118,6 +126,7 @@ def _cell_plot(
     columns: _SeriesColumns,
     series: Callable[[str], list[charts.Series]],
 ) -> Plot | None:
+    columns = _cell_columns(columns, series(cell["cell"]))
     sample_trial = _representative_trial(data, cell["cell"], columns.throughput)
     sample_dir = data.trial_dir(sample_trial)
     samples = charts.CellSamples(
@@ -129,6 +138,7 @@ def _cell_plot(
         procs=read_samples(sample_dir, "procs"),
         role_labels=_role_labels(data),
         memory=isinstance(data.scenario.get("soak"), dict),
+        markers=faults.markers(faults.read(sample_dir)),
     )
     title = f"{cell['cell']} {cell['label']}"
     fig = charts.cell_figure(
@@ -142,6 +152,35 @@ def _cell_plot(
         return None
     caption = _cell_caption(fig, samples, columns)
     return Plot(f"cell_{cell['cell']}.png", title, caption, png(fig))
+
+
+# What a cell's throughput panel may draw, in order: the run's measures (TPS, events/s, a
+# memory test's MiB/s), then a fileio test's MiB/s and operations per second.
+_CELL_THROUGHPUT = (
+    *throughput_metrics(per_interval=True),
+    *(m for m in REGISTRY if m.per_interval and m.name.endswith("_mib_per_s")),
+    *(m for m in REGISTRY if m.per_interval and m.name in ("reads_per_s", "writes_per_s")),
+)
+
+
+def _cell_columns(columns: _SeriesColumns, series: list[charts.Series]) -> _SeriesColumns:
+    """The run's throughput column, or the first this cell's intervals have (a matrix of
+    hardware tests: the cpu cells' events/s, the memory cells' MiB/s, fileio's read or
+    written MiB/s): its rate over time, not its latency alone."""
+    if _has_values(series, columns.throughput):
+        return columns
+    for candidate in _CELL_THROUGHPUT:
+        if _has_values(series, candidate.name):
+            return replace(columns, throughput=candidate.name, throughput_label=candidate.heading)
+    return columns
+
+
+def _has_values(series: list[charts.Series], column: str) -> bool:
+    """Some repetition's intervals have a non-zero value in ``column``."""
+    return any(
+        column in s.frame and pd.to_numeric(s.frame[column], errors="coerce").fillna(0).ne(0).any()
+        for s in series
+    )
 
 
 def _role_labels(data: RunData) -> dict[str, str]:
@@ -165,7 +204,18 @@ def _cell_caption(fig: Any, samples: charts.CellSamples, columns: _SeriesColumns
         )
     if not per_rep:
         parts.append("no per-interval throughput: the workload tool reports only a final summary")
-    return "; ".join(parts) + ". Grey: warm-up, discarded."
+    marked = f" {MARKER_NOTE}" if samples.markers else ""
+    return "; ".join(parts) + f". Grey: warm-up, discarded.{marked}"
+
+
+def _markers(data: RunData, cell: str, columns: _SeriesColumns) -> tuple[charts.Marker, ...]:
+    """The fault events of the cell's representative trial (each repetition's own are in
+    the Faults section)."""
+    trials = data.trials_by_cell.get(cell)
+    if not trials:
+        return ()
+    trial = _representative_trial(data, cell, columns.throughput)
+    return faults.markers(faults.read(data.trial_dir(trial)))
 
 
 def _interval_column(data: RunData, candidates: tuple[Metric, ...]) -> Metric:
