@@ -26,6 +26,7 @@ from typing import Any
 from dbrig.analysis.compare import CompareReport, EnvDifference, Row
 from dbrig.analysis.multiplicity import PRIMARY_SHARE
 from dbrig.analysis.stats import explain
+from dbrig.metrics import metric as registry_entry
 from dbrig.report.compare_format import (
     format_ci,
     format_delta,
@@ -189,6 +190,7 @@ def _row_dict(row: Row) -> dict[str, Any]:
         "baseline_cell": row.base_cell,
         "candidate_cell": row.cand_cell,
         "metric": row.metric,
+        "unit": _unit(row.metric),
         "direction": row.direction,
         "verdict": row.verdict,
         "mean_baseline": s.mean_base,
@@ -209,6 +211,13 @@ def _row_dict(row: Row) -> dict[str, Any]:
         "stats_verdict": s.verdict,
         "note": row.note,
     }
+
+
+def _unit(name: str) -> str:
+    """The unit of the row's means, as saved in results.csv (``0..1`` for a fraction the
+    terminal and the report show as a percentage); empty for a column not in the registry."""
+    entry = registry_entry(name)
+    return entry.unit if entry is not None else ""
 
 
 def _clean(value: Any) -> Any:
