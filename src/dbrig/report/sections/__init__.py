@@ -51,7 +51,7 @@ class LoadedRun:
     stats: CellStats  # per-cell mean, interval, CV of every metric
     headline: list[Metric]
     max_cell_figures: int
-    drawn: Mapping[str, list[Plot]] = field(default_factory=dict)  # a section's jobs' figures
+    drawn: Mapping[str, list[Plot | None]] = field(default_factory=dict)  # its jobs drew
 
 
 @dataclass(frozen=True)
