@@ -22,7 +22,7 @@ import pytest
 from PIL import Image
 
 from dbrig.report import write_report
-from tests.helpers.files import FAILED, copy_run
+from tests.helpers.files import FAILED, RUNS, copy_run
 from tests.helpers.html import PNG_MAGIC, decoded_png, parse_html
 from tests.helpers.matrix_run import make_run
 
@@ -196,3 +196,31 @@ def test_two_repetitions_draw_points_not_intervals_in_chromium(tmp_path: Path) -
             "Block 2 of the matrix: headline metrics by load_type, number_of_queries (bar)"
             in dumped.stdout
         )
+
+
+@needs_chromium
+@pytest.mark.parametrize(
+    ("kind", "section", "words"),
+    [
+        (
+            "crash",
+            "faults",
+            ("kill_server SIGKILL at 3 s", "restart to first query", "redo scanned"),
+        ),
+        ("tpcc", "transactions", ("TPC-C-like, not audited", "new order", "held in 2 of 2")),
+        ("soak", "soak", ("not judged: window under 10 minutes", "MiB buffer pool per hour")),
+    ],
+)
+def test_the_new_experiments_sections_render_in_chromium(
+    kind: str, section: str, words: tuple[str, ...], tmp_path: Path
+) -> None:
+    """The Faults, TPC-C-like and Soak sections of saved small runs, as Chromium renders them."""
+    report = write_report(copy_run(RUNS / "findings" / kind, tmp_path / "run"))
+    dumped = chromium(tmp_path / "profile", "--dump-dom", report.as_uri())
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    assert console_messages(dumped.stderr) == []
+    assert section in parse_html(dumped.stdout).ids
+    body = re.search(rf'<section id="{section}">(.*?)</section>', dumped.stdout, re.S)
+    assert body is not None
+    for word in words:
+        assert word in body.group(1), word

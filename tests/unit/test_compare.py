@@ -339,6 +339,13 @@ def test_json_output_parses_and_has_every_row(worse_report):
     assert set(data["noise"]) == set(worse_report.metrics)
     constant = next(r for r in data["rows"] if r["metric"] == "ctx_switches_per_txn")
     assert constant["p_value"] is None
+    tps = next(r for r in data["rows"] if r["metric"] == "tps")
+    assert tps["unit"] == "txn/s"  # each row names the unit its means are in
+
+
+def test_json_names_a_fraction_as_0_to_1() -> None:
+    assert output._unit("stress_achieved_ratio") == "0..1"
+    assert output._unit("not_a_registered_column") == ""
 
 
 def test_json_has_no_nan(worse_report):

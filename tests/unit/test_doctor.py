@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dbrig.cli import main
-from dbrig.commands.doctor import Check, install_line
+from dbrig.commands.doctor import REFLINK_NO, REFLINK_YES, Check, install_line
 
 
 def test_one_install_line_names_each_missing_package_once() -> None:
@@ -40,3 +40,9 @@ def test_doctor_prints_the_install_line_for_tools_not_on_path(
     assert "apt-get install -y " in last
     assert "sysbench" in last.split()
     assert "stress-ng" in last.split()  # optional, but missing: in the line too
+
+
+def test_the_reflink_line_says_a_restore_copies_only_what_changed() -> None:
+    assert "only the files the trial changed" in REFLINK_YES
+    assert "full copies" not in REFLINK_NO and "files the trial changed" in REFLINK_NO
+    assert "workspace: {image: 20G}" in REFLINK_NO  # where clones come from elsewhere

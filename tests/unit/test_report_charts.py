@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from matplotlib.figure import Figure
 
-from dbrig.report import build, charts, write_report
+from dbrig.report import chart_base, charts, write_report
 from dbrig.report.data import load_run
 from dbrig.util.background import in_background
 from tests.helpers.files import COMPLETE
@@ -35,7 +35,7 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> list[charts.FactorPoints]:
         seen.append(points)
         return real(points, **kwargs)
 
-    monkeypatch.setattr(build.charts, "factor_chart", spy)
+    monkeypatch.setattr(charts, "factor_chart", spy)
     return seen
 
 
@@ -195,13 +195,13 @@ def _log_axis_figure() -> Figure:
 def test_figures_of_one_size_are_drawn_on_one_renderer_with_the_same_pixels() -> None:
     first = charts.png_bytes(_log_axis_figure())
     assert charts.png_bytes(_log_axis_figure()) == first
-    assert len(charts._ReusedRendererCanvas._renderers) >= 1
+    assert len(chart_base._ReusedRendererCanvas._renderers) >= 1
 
 
 def test_a_forked_child_draws_on_renderers_of_its_own() -> None:
     """A kept renderer's parsed mathtext reads glyphs through the parent's font file,
     whose offset a forked child would share: the child must not reuse it."""
     charts.png_bytes(_log_axis_figure())
-    with in_background(lambda: len(charts._ReusedRendererCanvas._renderers), fork=True) as job:
+    with in_background(lambda: len(chart_base._ReusedRendererCanvas._renderers), fork=True) as job:
         assert job.result() == 0
-    assert charts._ReusedRendererCanvas._renderers
+    assert chart_base._ReusedRendererCanvas._renderers

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from dbrig import scenario
 from dbrig.cli import main
 from dbrig.errors import EXIT_BAD_INPUT, ConfigError
-from dbrig.report import charts, run_warnings, write_report
+from dbrig.report import charts, panels, run_warnings, write_report
 from dbrig.report.charts import downsample
 from dbrig.report.data import load_run
 from dbrig.report.soak import section_rows as soak_section_rows
@@ -85,7 +85,7 @@ def test_the_band_of_a_long_series_spans_each_buckets_min_to_max_with_a_gap_wher
     values[::12] = 4.0  # every bucket of 12 rows: min 4, max 10
     values[1200:1212] = np.nan  # one whole bucket missing
     ax = Figure().add_subplot()
-    charts._draw_steps(ax, times, values, 1.0, color="#1f77b4")
+    panels._draw_steps(ax, times, values, 1.0, color="#1f77b4")
     (band,) = ax.collections
     before, after = band.get_paths()  # split at the missing bucket
     for path in (before, after):

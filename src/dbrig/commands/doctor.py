@@ -37,6 +37,17 @@ class Check:
     package: str | None = None  # the Debian package that provides what is missing
 
 
+REFLINK_YES = (
+    "yes: snapshots are copy-on-write clones, and a restore clones back only the files "
+    "the trial changed"
+)
+REFLINK_NO = (
+    "no: a snapshot is a full copy and a restore copies back the files the trial changed "
+    "(the redo log and the tables written); for clones on any filesystem, run as root "
+    "with workspace: {image: 20G} (docs/scenario.md, Snapshots and restores)"
+)
+
+
 def checks(workdir: Path) -> Iterator[Check]:
     yield _server()
     for info, required in all_tools():
@@ -84,9 +95,7 @@ def _host(workdir: Path) -> Iterator[Check]:
         yield Check(
             "reflink",
             True,
-            "yes: snapshots and restores are copy-on-write clones"
-            if st["reflink"]
-            else "no: snapshots and restores are full copies (XFS or btrfs would clone)",
+            REFLINK_YES if st["reflink"] else REFLINK_NO,
         )
     tmp = tempfile.gettempdir()
     room = MAX_SOCKET_PATH - len(os.path.join(tmp, "dbrig-xxxxxxxx", "mysqld.sock"))

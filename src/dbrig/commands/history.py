@@ -16,7 +16,7 @@ from dbrig.commands._common import ALPHA, PERCENT, load_run_input
 from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError, DbrigError
 from dbrig.metrics import throughput_metrics
-from dbrig.report.compare_text import format_number
+from dbrig.report.compare_format import format_number
 
 
 @click.command("history")

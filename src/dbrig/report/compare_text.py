@@ -25,7 +25,16 @@ from typing import Any
 
 from dbrig.analysis.compare import CompareReport, EnvDifference, Row
 from dbrig.analysis.multiplicity import PRIMARY_SHARE
-from dbrig.analysis.stats import Comparison, explain
+from dbrig.analysis.stats import explain
+from dbrig.metrics import metric as registry_entry
+from dbrig.report.compare_format import (
+    format_ci,
+    format_delta,
+    format_mde,
+    format_n,
+    format_number,
+    format_p,
+)
 
 # --------------------------------------------------------------------------- text helpers
 
@@ -49,47 +58,6 @@ def metric_notes(report: CompareReport) -> dict[str, str]:
             text += f" (least resolved of {len(tested)} cells: {where})"
         notes[metric] = text
     return notes
-
-
-def format_number(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
-        return "-"
-    size = abs(value)
-    if size >= 100:
-        return f"{value:.1f}"
-    if size >= 1:
-        return f"{value:.2f}"
-    return f"{value:.3g}"
-
-
-def format_delta(value: float | None) -> str:
-    return "-" if value is None or not math.isfinite(value) else f"{value:+.1f} %"
-
-
-def format_ci(stats: Comparison) -> str:
-    if stats.p_value is None:
-        return "-"
-    if stats.ci_low_pct is None or stats.ci_high_pct is None:
-        return "unbounded"
-    return f"[{stats.ci_low_pct:+.1f}, {stats.ci_high_pct:+.1f}] %"
-
-
-def format_p(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def format_mde(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if not math.isfinite(value):
-        return "any"
-    return f"{value:.0f} %" if value >= 10 else f"{value:.1f} %"
-
-
-def format_n(row: Row) -> str:
-    return f"{row.stats.n_base}/{row.stats.n_cand}"
 
 
 def summary_line(report: CompareReport) -> str:
@@ -222,6 +190,7 @@ def _row_dict(row: Row) -> dict[str, Any]:
         "baseline_cell": row.base_cell,
         "candidate_cell": row.cand_cell,
         "metric": row.metric,
+        "unit": _unit(row.metric),
         "direction": row.direction,
         "verdict": row.verdict,
         "mean_baseline": s.mean_base,
@@ -242,6 +211,13 @@ def _row_dict(row: Row) -> dict[str, Any]:
         "stats_verdict": s.verdict,
         "note": row.note,
     }
+
+
+def _unit(name: str) -> str:
+    """The unit of the row's means, as saved in results.csv (``0..1`` for a fraction the
+    terminal and the report show as a percentage); empty for a column not in the registry."""
+    entry = registry_entry(name)
+    return entry.unit if entry is not None else ""
 
 
 def _clean(value: Any) -> Any:

@@ -36,8 +36,13 @@ def png_data_uri(png: bytes) -> str:
 
 
 def render(context: Mapping[str, Any]) -> str:
-    """The page for a context built by :func:`dbrig.report.build.report_context`."""
+    """The page: its header and the sections' parts, in order (:mod:`dbrig.report.build`)."""
     return template().render(**context)
+
+
+def fragment(name: str, context: Mapping[str, Any]) -> str:
+    """One section's template rendered on its own (:mod:`dbrig.report.sections`)."""
+    return _environment().get_template(name).render(**context)
 
 
 def template() -> Template:

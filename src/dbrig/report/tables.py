@@ -17,6 +17,7 @@ of results.csv ``<metric>_mean``, ``<metric>_ci95_low``, ``<metric>_ci95_high``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -152,3 +153,12 @@ def run_percentile(results: pd.DataFrame) -> str:
             value = float(values.iloc[0])
             return f"{value:g}"
     return str(DEFAULT_PERCENTILE)
+
+
+def is_numeric(values: pd.Series) -> bool:
+    """Every value a number (not a bool, not NaN): a factor drawn on a numeric axis."""
+
+    def numeric(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool) and not pd.isna(v)
+
+    return bool(len(values)) and all(numeric(v) for v in values)
