@@ -4,7 +4,7 @@
 the trial folders) and writes, into it:
 
 - ``report.html``: one self-contained page (charts as data URIs, inline CSS,
-  no JavaScript, no network);
+  flame graphs as inline SVG, no network);
 - ``plots/*.png``: the same charts as files (``factor_<n>.png``,
   ``timeseries_throughput.png``, ``cell_<cell>.png``, ``scaling_<n>.png`` for a
   concurrency sweep: :mod:`dbrig.report.scaling`);
@@ -37,7 +37,7 @@ import pandas as pd
 
 import dbrig
 from dbrig.metrics import DEFAULT_PERCENTILE, HEADLINE, Metric, throughput_metrics
-from dbrig.report import charts, html, scaling, soak
+from dbrig.report import charts, flamegraph, html, scaling, soak
 from dbrig.report.data import RunData, load_run, plain_value, read_samples, read_trial
 from dbrig.report.experiments import EffectJudge, Experiment, FactorGroup, group_rows
 from dbrig.report.tables import (
@@ -132,6 +132,7 @@ def _write_report(run_dir: Path, max_cell_figures: int) -> Path:
         scalability=scalability,
         soak=soak.section_rows(data),
         soak_percentile=data.workload_params.get("percentile") or DEFAULT_PERCENTILE,
+        profiles=flamegraph.profiles_section(data),
     )
     page = data.path / REPORT_HTML
     write_text_atomic(page, html.render(context))

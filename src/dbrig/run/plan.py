@@ -23,6 +23,7 @@ from dbrig.run import preflight
 from dbrig.run.commands import TrialCommands, trial_commands
 from dbrig.run.datasets import data_set_id
 from dbrig.run.plan_cells import cell_data_parent, cell_endpoint
+from dbrig.run.plan_profile import check_profiling
 from dbrig.run.preflight import Toolbox, find_binaries
 from dbrig.run.remote import cell_host
 from dbrig.run.remote import display_endpoint as remote_endpoint
@@ -139,6 +140,7 @@ def build(
     where = out or Path(plan.scenario.out)
     image = workspace_image(plan, keep_data, where)
     tools = preflight.preflight(plan, where, strict=strict)
+    check_profiling(plan)
     return resolve(plan, tools, where, image, trials)
 
 

@@ -33,6 +33,7 @@ from dbrig.tools.base import InterferenceTool, WorkloadTool, client_host, interf
 from dbrig.util.files import disk_full, is_disk_full
 
 PROCESS_STOP_GRACE_S = 5.0  # a sampler's own process (perf) flushes its output on SIGTERM
+AFTER_TIMEOUT_S = 300.0  # a sampler's command after the window (perf script)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class SampledTrial:
     pinned_cores: list[int] | None
     processes_here: bool
     role_prefixes: Mapping[str, str] = field(default_factory=dict)  # interference columns
+    warnings: list[str] = field(default_factory=list)  # the trial's: samplers add lines
 
 
 def trial_facts(server: Handle, sampling_block: Sampling) -> TrialFacts:
@@ -58,6 +60,7 @@ def trial_facts(server: Handle, sampling_block: Sampling) -> TrialFacts:
         enabled=sampling_block.enabled,
         server_status=caps.status,
         server_samples_its_host=caps.samples_its_host,
+        profile_hz=sampling_block.profile.cpu.frequency,
     )
 
 
@@ -131,9 +134,10 @@ def sampled(
         processes=trial.processes,
         status=fetch,
         server_host=trial.server.host_sampler,
+        profile_hz=trial.sampling.profile.cpu.frequency,
     )
     built: list[tuple[SamplerEntry, Any]] = []
-    children: list[proc.Child] = []
+    children: list[tuple[SamplerEntry, proc.Child]] = []
     try:
         built = [(entry, s) for entry in chosen if (s := entry.build(inputs)) is not None]
         children = _start_processes(chosen, inputs)
@@ -143,12 +147,12 @@ def sampled(
     finally:
         for _, sampler in built:
             sampler.stop()
-        for child in children:
-            child.stop(grace_s=PROCESS_STOP_GRACE_S)
+        _stop_processes(children)
         if close_status is not None:
             with contextlib.suppress(Exception):
                 close_status()
     _collect(built, trial.folder)
+    _finish(chosen, inputs, metrics, trial.warnings)
     metrics.update(
         sampling.summarize_cell(
             trial.folder,
@@ -159,19 +163,42 @@ def sampled(
     )
 
 
-def _start_processes(chosen: list[SamplerEntry], inputs: SamplerInputs) -> list[proc.Child]:
+def _start_processes(
+    chosen: list[SamplerEntry], inputs: SamplerInputs
+) -> list[tuple[SamplerEntry, proc.Child]]:
     """The processes samplers asked for, each writing ``<key>.out`` in the trial's folder."""
-    children: list[proc.Child] = []
+    children: list[tuple[SamplerEntry, proc.Child]] = []
     try:
         for entry in chosen:
             if argv := entry.argv(inputs):
                 out = inputs.folder / f"{entry.key}.out"
-                children.append(proc.spawn(argv, stdout=out, merge_stderr=True))
+                children.append((entry, proc.spawn(argv, stdout=out, merge_stderr=True)))
     except BaseException:
-        for child in children:
-            child.stop(grace_s=PROCESS_STOP_GRACE_S)
+        _stop_processes(children)
         raise
     return children
+
+
+def _stop_processes(children: list[tuple[SamplerEntry, proc.Child]]) -> None:
+    """Each with its entry's signal (perf record writes its file on SIGINT)."""
+    for entry, child in children:
+        child.stop(grace_s=PROCESS_STOP_GRACE_S, sig=entry.stop_signal)
+
+
+def _finish(
+    chosen: list[SamplerEntry], inputs: SamplerInputs, metrics: dict[str, float], warnings: list
+) -> None:
+    """Each entry's command after the window (perf script), then its metrics and warnings.
+    A command that fails or runs out of time leaves its file short: the entry's
+    ``finish`` says what is missing, and the trial is still measured."""
+    for entry in chosen:
+        if entry.after_file is not None and (argv := entry.after(inputs)):
+            out = inputs.folder / entry.after_file
+            proc.run(argv, timeout_s=AFTER_TIMEOUT_S, stdout=out)
+        if entry.finish is not None:
+            outcome = entry.finish(inputs)
+            metrics.update(outcome.metrics)
+            warnings.extend(outcome.warnings)
 
 
 def _collect(built: list[tuple[SamplerEntry, Any]], folder: Path) -> None:
