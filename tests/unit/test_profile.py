@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from dbrig.analysis.profile import merge, parse_folded, top_by_total, top_functions
+from dbrig.errors import ConfigError
 from dbrig.host.perf import paranoid_problem
 from dbrig.report.flamegraph import SEARCH_SCRIPT, WIDTH_PX, frame_colour, render_svg
 from dbrig.run.plan_profile import check_profiling
 from dbrig.sampling import profile
 from dbrig.sampling.registry import SamplerInputs, TrialFacts, sampler_entry, select
 from dbrig.sampling.schedule import SampleTiming
-from dbrig.errors import ConfigError
 from dbrig.scenario import Plan, load
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "perf"
@@ -81,7 +81,7 @@ def test_a_process_name_with_spaces_and_a_pid_tid_header() -> None:
         ("unix_stream_sendmsg+0x5", "[kernel.kallsyms]", "unix_stream_sendmsg [k]"),
         ("[unknown]", "/usr/sbin/mariadbd", "[unknown] (mariadbd)"),
         ("Prepared_statement::execute+0x6e2", "/usr/sbin/mariadbd", "Prepared_statement::execute"),
-        ("operator new(unsigned long)+0x1c", "/usr/lib/libstdc++.so.6", "operator new(unsigned long)"),
+        ("operator new(unsigned long)+0x1c", "/lib/libstdc++.so.6", "operator new(unsigned long)"),
         ("a;b+0x1", "/x", "a:b"),
     ],
 )

@@ -2,12 +2,13 @@
 outside tool), and the report's "CPU profiles" section.
 
 A flame graph stacks each function above its caller: the bottom bar is every sample
-("all"), the one above it the process, each bar's width is its share of the samples (it and what it called), and siblings are
-sorted by name, so the x axis is not time. The widest bars near the top are where the
-CPU went. Frames narrower than :data:`MIN_WIDTH_PX` are left out (their samples still
-count in their callers' widths). A search box above each graph outlines the frames
-whose name holds the text and says which share of the samples they cover (a small
-inline script: the page's only one).
+("all"), the one above it the process; each bar's width is its share of the samples
+(it and what it called), and siblings are sorted by name, so the x axis is not time.
+The widest bars near the top are where the CPU went. Frames narrower than
+:data:`MIN_WIDTH_PX` are left out (their samples still count in their callers'
+widths). A search box above each graph outlines the frames whose name holds the text
+and says which share of the samples they cover (a small inline script: the page's
+only one).
 """
 
 from __future__ import annotations
