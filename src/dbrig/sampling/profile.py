@@ -30,8 +30,6 @@ SCRIPT = "profile.script"  # perf script's text, removed once folded
 RECORD_OUT = "profile.out"  # perf record's stdout and stderr
 KERNEL_MARK = " [k]"
 UNKNOWN = "[unknown]"
-# Warn when more than this share of the samples' leaf frames has no name.
-UNKNOWN_LEAF_WARN = 0.2
 
 # "mariadbd 27900  2974.047758:   10101010 cpu-clock: " (the name may hold spaces,
 # perf writes "pid/tid" with some options)
@@ -109,8 +107,9 @@ class ProfileOutcome:
 
 
 def outcome(stacks: Mapping[str, int], record_out: str, pid: int | None) -> ProfileOutcome:
-    """The trial's ``profile_samples`` and a warning for each way the profile fell short:
-    no server process, perf could not attach, no samples, leaf frames with no name."""
+    """The trial's ``profile_samples`` and a warning for the way the profile fell short:
+    no server process, perf could not attach, no samples, or samples whose leaf frame
+    has no name."""
     samples = sum(stacks.values())
     metrics = {"profile_samples": float(samples)}
     if pid is None:
@@ -125,22 +124,32 @@ def outcome(stacks: Mapping[str, int], record_out: str, pid: int | None) -> Prof
                 "was it idle, or did the window end before the warm-up did?"
             )
         return ProfileOutcome(metrics, (why,))
-    unknown = sum(n for stack, n in stacks.items() if _leaf(stack).startswith(UNKNOWN))
-    if unknown / samples > UNKNOWN_LEAF_WARN:
-        share = 100 * unknown / samples
-        return ProfileOutcome(
-            metrics,
-            (
-                f"profile: {share:.0f} % of the samples landed in functions perf could not "
-                "name ([unknown]): the binary has no symbols for them (install its debug "
-                "symbols for full names)",
-            ),
-        )
+    if (unnamed := _unnamed_leaves(stacks, samples)) is not None:
+        return ProfileOutcome(metrics, (unnamed,))
     return ProfileOutcome(metrics)
 
 
 def _leaf(stack: str) -> str:
     return stack.rsplit(";", 1)[-1]
+
+
+def _unnamed_leaves(stacks: Mapping[str, int], samples: int) -> str | None:
+    """A line on the samples whose leaf perf could not name, by binary (None: none).
+    A stripped binary's static functions are such leaves: their time is charged to an
+    ``[unknown]`` frame under the caller that has a name."""
+    binaries: Counter[str] = Counter()
+    for stack, count in stacks.items():
+        if (leaf := _leaf(stack)).startswith(UNKNOWN):
+            binaries[leaf.removeprefix(UNKNOWN).strip(" ()")] += count
+    unknown = sum(binaries.values())
+    if not unknown:
+        return None
+    where = ", ".join(f"{binary} {100 * n / samples:.0f} %" for binary, n in binaries.most_common())
+    return (
+        f"profile: {100 * unknown / samples:.0f} % of the samples landed in functions perf "
+        f"could not name ([unknown]; {where}): those binaries have no symbol for them "
+        "(their debug symbols would name them)"
+    )
 
 
 _PERF_ERROR = re.compile(

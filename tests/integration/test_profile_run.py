@@ -1,0 +1,65 @@
+"""A CPU profile of a real mariadbd under sysbench, through ``dbrig run``: perf records the
+server from the end of the warm-up, the trial keeps its folded stacks, and the report
+draws the cell's flame graph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dbrig.analysis.profile import parse_folded
+from dbrig.host.perf import perf_problem
+from tests.integration.helpers import (
+    TINY_SCENARIO,
+    only_run_dir,
+    read_json,
+    run_main,
+    tiny_scenario,
+    write_scenario,
+)
+
+PERF_PROBLEM = perf_problem()
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(PERF_PROBLEM is not None, reason=f"no CPU profiles here: {PERF_PROBLEM}"),
+]
+
+
+def test_a_profiled_cell_has_its_stacks_and_a_flame_graph_in_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sysbench = {**TINY_SCENARIO["workload"]["sysbench"], "time": 3, "threads": 2}
+    scenario = tiny_scenario(
+        workload={"sysbench": sysbench},
+        matrix={"sampling.profile.cpu.frequency": [0, 99]},
+        order="sequential",
+    )
+    path = write_scenario(tmp_path / "profile.yaml", scenario)
+    result = run_main(["run", str(path), "--out", str(tmp_path / "runs")], capsys)
+    assert result.code == 0, result.err
+    run = only_run_dir(tmp_path / "runs")
+    off, on = sorted((run / "trials").iterdir())
+
+    assert not (off / "profile.folded").exists()
+    assert "profile_samples" not in read_json(off / "trial.json")["metrics"]
+
+    trial = read_json(on / "trial.json")
+    assert trial["status"] == "ok", trial
+    stacks = parse_folded((on / "profile.folded").read_text())
+    assert sum(stacks.values()) == trial["metrics"]["profile_samples"] > 0
+    assert all(stack.startswith("mariadbd") for stack in stacks)
+    # Debian's build has symbols: the connection threads' frames are named.
+    assert any("do_command" in stack for stack in stacks), list(stacks)[:5]
+    # Debian's mariadbd exports its public symbols only: its static functions are unnamed.
+    profile_lines = [w for w in trial["warnings"] if w.startswith("profile:")]
+    assert all("could not name ([unknown]" in w for w in profile_lines), profile_lines
+    # perf waited for the warm-up's end; only the folded stacks stay.
+    recorded = (on / "profile.out").read_text()
+    assert "Events disabled" in recorded and "Events enabled" in recorded
+    assert not (on / "profile.perf.data").exists() and not (on / "profile.script").exists()
+
+    page = (run / "report.html").read_text()
+    assert 'id="profiles"' in page and 'class="flamegraph"' in page
+    assert 'id="flame-c001"' in page and 'id="flame-c000"' not in page
+    assert "dbrigFlameSearch" in page and "do_command" in page
