@@ -96,14 +96,14 @@ def test_folded_text_is_sorted_and_reads_back() -> None:
     assert parse_folded(text) == stacks
 
 
-def test_record_argv_waits_for_the_warm_up_only_when_there_is_one(tmp_path: Path) -> None:
+def test_record_argv(tmp_path: Path) -> None:
     data = tmp_path / "p.data"
-    argv = profile.record_argv(42, 99, data, delay_ms=2000)
+    argv = profile.record_argv(42, 99, data)
     assert argv[:2] == ["perf", "record"]
     assert argv[argv.index("-F") + 1] == "99" and argv[argv.index("-e") + 1] == "cpu-clock"
-    assert argv[argv.index("-D") + 1] == "2000" and argv[argv.index("-p") + 1] == "42"
-    assert argv[-2:] == ["-o", str(data)] and "-g" in argv
-    assert "-D" not in profile.record_argv(42, 99, data)
+    assert argv[argv.index("-p") + 1] == "42" and "-g" in argv
+    assert argv[-2:] == ["-o", str(data)]
+    assert "-D" not in argv  # perf's delay leaves the threads started meanwhile disabled
 
 
 def test_outcome_with_samples_gives_their_count_and_names_the_unnamed_share() -> None:
@@ -248,7 +248,7 @@ def test_the_profile_sampler_applies_only_when_a_frequency_is_set() -> None:
     assert [e.key for e in select(on)] == ["profile"]
 
 
-def test_the_profile_entry_records_the_server_from_the_end_of_the_warm_up(tmp_path: Path) -> None:
+def test_the_profile_entry_records_the_server_from_the_window_start(tmp_path: Path) -> None:
     entry = sampler_entry("profile")
     now = [100.0]
     inputs = SamplerInputs(
@@ -264,9 +264,8 @@ def test_the_profile_entry_records_the_server_from_the_end_of_the_warm_up(tmp_pa
     )
     argv = entry.argv(inputs)
     assert argv is not None
-    assert argv[argv.index("-p") + 1] == "4321" and argv[argv.index("-D") + 1] == "2500"
-    assert argv[argv.index("-F") + 1] == "49"
-    assert entry.stop_signal == signal.SIGINT
+    assert argv[argv.index("-p") + 1] == "4321" and argv[argv.index("-F") + 1] == "49"
+    assert entry.at_window_start and entry.stop_signal == signal.SIGINT
     assert entry.after(inputs) is None  # perf wrote nothing: no perf script
     (tmp_path / profile.PERF_DATA).write_bytes(b"")
     assert entry.after(inputs) == ["perf", "script", "-i", str(tmp_path / profile.PERF_DATA)]

@@ -24,7 +24,7 @@ from typing import Any
 from markupsafe import Markup
 
 from dbrig.analysis.profile import FunctionShare, merge, parse_folded, top_by_total, top_functions
-from dbrig.report.data import RunData
+from dbrig.report.data import RunData, read_trial
 
 FOLDED = "profile.folded"  # written by the trial (sampling/profile.py)
 WIDTH_PX = 1180
@@ -34,6 +34,7 @@ CHAR_PX = 6.6  # of the 11 px monospace font, for trimming names to their bar
 TOP_N = 12
 KERNEL_MARK = " [k]"
 UNKNOWN = "[unknown]"
+WARNING_PREFIX = "profile:"  # the trials' warnings about their profiles (sampling/profile.py)
 
 
 @dataclass
@@ -156,6 +157,7 @@ class CellProfile:
     svg: Markup
     by_self: list[FunctionShare]
     by_total: list[FunctionShare]
+    notes: list[str]  # its trials' profile warnings, each once
 
     @property
     def rows(self) -> list[tuple[FunctionShare | None, FunctionShare | None]]:
@@ -178,7 +180,22 @@ def cell_profile(cell: str, label: str, folders: list[Path]) -> CellProfile | No
         svg=Markup(render_svg(stacks, f"flame-{cell}", f"CPU profile of cell {cell}")),
         by_self=top_functions(stacks, TOP_N),
         by_total=top_by_total(stacks, TOP_N),
+        notes=_notes(folders),
     )
+
+
+def _notes(folders: list[Path]) -> list[str]:
+    """The trials' warnings about their profiles (no samples, perf could not attach,
+    unnamed functions), each text once, with the trials that gave it."""
+    by_text: dict[str, list[str]] = {}
+    for folder in folders:
+        if (record := read_trial(folder)) is None:
+            continue
+        for line in record.warnings:
+            if line.startswith(WARNING_PREFIX):
+                text = line.removeprefix(WARNING_PREFIX).strip()
+                by_text.setdefault(text, []).append(record.trial)
+    return [f"{', '.join(trials)}: {text}" for text, trials in by_text.items()]
 
 
 def profiles_section(data: RunData) -> dict[str, Any]:

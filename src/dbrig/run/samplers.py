@@ -11,6 +11,7 @@ the handle's sampler of its own host), starts the processes samplers ask for thr
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,13 +166,16 @@ def sampled(
 
 def _start_processes(
     chosen: list[SamplerEntry], inputs: SamplerInputs
-) -> list[tuple[SamplerEntry, proc.Child]]:
-    """The processes samplers asked for, each writing ``<key>.out`` in the trial's folder."""
-    children: list[tuple[SamplerEntry, proc.Child]] = []
+) -> list[tuple[SamplerEntry, proc.Child | WindowStart]]:
+    """The processes samplers asked for, each writing ``<key>.out`` in the trial's folder:
+    now, or when the measured window starts (``at_window_start``)."""
+    children: list[tuple[SamplerEntry, proc.Child | WindowStart]] = []
     try:
         for entry in chosen:
-            if argv := entry.argv(inputs):
-                out = inputs.folder / f"{entry.key}.out"
+            out = inputs.folder / f"{entry.key}.out"
+            if entry.at_window_start:
+                children.append((entry, WindowStart(entry, inputs, out)))
+            elif argv := entry.argv(inputs):
                 children.append((entry, proc.spawn(argv, stdout=out, merge_stderr=True)))
     except BaseException:
         _stop_processes(children)
@@ -179,10 +183,50 @@ def _start_processes(
     return children
 
 
-def _stop_processes(children: list[tuple[SamplerEntry, proc.Child]]) -> None:
+def _stop_processes(children: list[tuple[SamplerEntry, proc.Child | WindowStart]]) -> None:
     """Each with its entry's signal (perf record writes its file on SIGINT)."""
     for entry, child in children:
         child.stop(grace_s=PROCESS_STOP_GRACE_S, sig=entry.stop_signal)
+
+
+class WindowStart:
+    """A sampler's process started when the measured window starts (after the warm-up),
+    so it sees the window only, by a thread that waits for that moment, starts it, and
+    stops it when told.
+
+    perf record's own delay (``-D``) is no substitute: threads the server creates while
+    its events are held back (the connections of the warm-up) are never enabled, and
+    the profile comes out empty. The thread lives as long as the process because the
+    kernel's parent-death signal (``proc``'s setpriv) follows the thread that started
+    it, not dbrig. A start that fails writes why in the output file (the entry's
+    ``finish`` turns it into a warning)."""
+
+    def __init__(self, entry: SamplerEntry, inputs: SamplerInputs, out: Path) -> None:
+        self._entry, self._inputs, self._out = entry, inputs, out
+        self._stopping = threading.Event()
+        self._grace_s, self._sig = PROCESS_STOP_GRACE_S, entry.stop_signal
+        self._thread = threading.Thread(target=self._run, name=f"{entry.key} sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        timing = self._inputs.timing
+        if self._stopping.wait(max(0.0, timing.t0 - timing.clock())):
+            return  # the trial ended during its warm-up
+        if not (argv := self._entry.argv(self._inputs)):
+            return
+        try:
+            child = proc.spawn(argv, stdout=self._out, merge_stderr=True)
+        except Exception as exc:  # said in the trial's warnings instead
+            with open(self._out, "a") as out:
+                out.write(f"Error: could not start {argv[0]}: {exc}\n")
+            return
+        self._stopping.wait()
+        child.stop(grace_s=self._grace_s, sig=self._sig)
+
+    def stop(self, grace_s: float, sig: int) -> None:
+        self._grace_s, self._sig = grace_s, sig
+        self._stopping.set()
+        self._thread.join()
 
 
 def _finish(

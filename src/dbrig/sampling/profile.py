@@ -39,14 +39,15 @@ _FRAME = re.compile(r"^\s+[0-9a-fA-F]+\s+(?P<symbol>.*?)\s+\((?P<dso>[^()]*)\)\s
 _OFFSET = re.compile(r"\+0x[0-9a-fA-F]+$")
 
 
-def record_argv(pid: int, frequency: int, data: Path, delay_ms: int = 0) -> list[str]:
-    """``perf record`` of one process with call stacks, on the software clock event
-    (a virtual machine has no hardware counters), its events enabled ``delay_ms`` after
-    its start (the warm-up)."""
-    argv = ["perf", "record", "-F", str(frequency), "-g", "-e", "cpu-clock"]
-    if delay_ms > 0:
-        argv += ["-D", str(delay_ms)]
-    return [*argv, "-p", str(pid), "-o", str(data)]
+def record_argv(pid: int, frequency: int, data: Path) -> list[str]:
+    """``perf record`` of one process and the threads it starts, with call stacks, on the
+    software clock event (a virtual machine has no hardware counters). The run side
+    starts it when the measured window starts: perf's own delay (``-D``) leaves the
+    threads created meanwhile disabled (run/samplers.py, ``WindowStart``)."""
+    return [
+        *("perf", "record", "-F", str(frequency), "-g", "-e", "cpu-clock"),
+        *("-p", str(pid), "-o", str(data)),
+    ]
 
 
 def script_argv(data: Path) -> list[str]:
@@ -121,7 +122,7 @@ def outcome(stacks: Mapping[str, int], record_out: str, pid: int | None) -> Prof
         else:
             why = (
                 f"profile: perf recorded no samples of the server (pid {pid}): "
-                "was it idle, or did the window end before the warm-up did?"
+                "was it idle, or did the workload end before its warm-up did?"
             )
         return ProfileOutcome(metrics, (why,))
     if (unnamed := _unnamed_leaves(stacks, samples)) is not None:

@@ -98,6 +98,9 @@ class SamplerEntry:
     argv: Callable[[SamplerInputs], list[str] | None] = lambda inputs: None
     # After every sampler of the trial stopped: its results put in the trial's folder.
     collect: Callable[[Any, Path], None] | None = None
+    # ``argv``'s process starts when the measured window does (after the warm-up), not
+    # with the other samplers: its samples are the window's only.
+    at_window_start: bool = False
     # What stops ``argv``'s process so that it writes its file (perf record: SIGINT).
     stop_signal: int = signal.SIGTERM
     # After ``argv``'s process stopped: a command the run side runs to completion, its
@@ -138,13 +141,11 @@ def _server_pid(inputs: SamplerInputs) -> int | None:
 
 
 def _perf_record(inputs: SamplerInputs) -> list[str] | None:
-    """perf record of the server from the end of the warm-up (None: no server pid here)."""
+    """perf record of the server (None: no server pid here)."""
     pid = _server_pid(inputs)
     if pid is None:
         return None
-    delay_s = max(0.0, inputs.timing.t0 - inputs.timing.clock())
-    data = inputs.folder / profile.PERF_DATA
-    return profile.record_argv(pid, inputs.profile_hz, data, delay_ms=round(delay_s * 1000))
+    return profile.record_argv(pid, inputs.profile_hz, inputs.folder / profile.PERF_DATA)
 
 
 def _perf_script(inputs: SamplerInputs) -> list[str] | None:
@@ -230,6 +231,7 @@ SAMPLERS: tuple[SamplerEntry, ...] = (
         applies=lambda facts: facts.profile_hz > 0,
         build=lambda inputs: None,
         argv=_perf_record,
+        at_window_start=True,  # the measured window only
         stop_signal=signal.SIGINT,  # perf record writes its file on SIGINT
         after=_perf_script,
         after_file=profile.SCRIPT,
