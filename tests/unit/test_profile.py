@@ -178,6 +178,12 @@ def test_top_functions_by_self_and_total() -> None:
     assert top_functions({}) == []
 
 
+def test_unnamed_frames_rank_by_self_but_not_by_total() -> None:
+    stacks = {"m;[unknown] (m);a": 3, "m;[unknown] (m)": 1}
+    assert [f.name for f in top_functions(stacks)] == ["a", "[unknown] (m)"]
+    assert [f.name for f in top_by_total(stacks)] == ["a"]
+
+
 def test_a_recursive_function_counts_once_per_sample_in_its_total() -> None:
     (rec,) = [f for f in top_functions({"m;r;r;r": 4}) if f.name == "r"]
     assert rec.total_share == 1.0 and rec.self_share == 1.0

@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+UNKNOWN = "[unknown]"  # how sampling/profile.py names a frame perf could not name
+
 
 def parse_folded(text: str) -> Counter[str]:
     """``stack count`` lines (stack -> samples); a line without a count is skipped."""
@@ -45,8 +47,11 @@ def top_functions(stacks: Mapping[str, int], n: int = 15) -> list[FunctionShare]
 
 
 def top_by_total(stacks: Mapping[str, int], n: int = 15) -> list[FunctionShare]:
-    """The ``n`` functions with the largest total share (what they called included)."""
-    ranked = sorted(_shares(stacks), key=lambda f: (-f.total_share, -f.self_share, f.name))
+    """The ``n`` functions with the largest total share (what they called included).
+    Frames perf could not name are left out: one ``[unknown]`` stands for many functions
+    at every depth, so its total says nothing (its self share stays in the other list)."""
+    named = [f for f in _shares(stacks) if not f.name.startswith(UNKNOWN)]
+    ranked = sorted(named, key=lambda f: (-f.total_share, -f.self_share, f.name))
     return ranked[:n]
 
 
