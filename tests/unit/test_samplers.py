@@ -309,6 +309,17 @@ def test_a_window_process_never_starts_when_the_trial_ends_in_its_warm_up(
     assert not (tmp_path / "window.out").exists()
 
 
+def test_a_failing_after_command_is_a_warning_and_the_trial_goes_on(tmp_path: Path) -> None:
+    failing = [sys.executable, "-c", "import sys; sys.exit(3)"]
+    entries = (
+        _entry("late", lambda inputs: None, after=lambda inputs: failing, after_file="late.txt"),
+    )
+    trial = _trial(tmp_path, FakeHandle(ManagedServerHandle))
+    with samplers.sampled(trial, {}, entries):
+        pass
+    assert trial.warnings == [f"late: {sys.executable} -c exit 3: its results may be incomplete"]
+
+
 def test_the_handles_declare_every_member_of_the_protocol() -> None:
     members = [
         name

@@ -138,7 +138,7 @@ def sampled(
         profile_hz=trial.sampling.profile.cpu.frequency,
     )
     built: list[tuple[SamplerEntry, Any]] = []
-    children: list[tuple[SamplerEntry, proc.Child]] = []
+    children: list[tuple[SamplerEntry, proc.Child | WindowStart]] = []
     try:
         built = [(entry, s) for entry in chosen if (s := entry.build(inputs)) is not None]
         children = _start_processes(chosen, inputs)
@@ -230,15 +230,22 @@ class WindowStart:
 
 
 def _finish(
-    chosen: list[SamplerEntry], inputs: SamplerInputs, metrics: dict[str, float], warnings: list
+    chosen: list[SamplerEntry],
+    inputs: SamplerInputs,
+    metrics: dict[str, float],
+    warnings: list[str],
 ) -> None:
     """Each entry's command after the window (perf script), then its metrics and warnings.
-    A command that fails or runs out of time leaves its file short: the entry's
-    ``finish`` says what is missing, and the trial is still measured."""
+    A command that fails or runs out of time is a warning of its own (what it printed
+    may be cut short); the trial is still measured."""
     for entry in chosen:
         if entry.after_file is not None and (argv := entry.after(inputs)):
             out = inputs.folder / entry.after_file
-            proc.run(argv, timeout_s=AFTER_TIMEOUT_S, stdout=out)
+            done = proc.run(argv, timeout_s=AFTER_TIMEOUT_S, stdout=out)
+            if done.timed_out or done.returncode != 0:
+                how = f"ran past {AFTER_TIMEOUT_S:.0f} s" if done.timed_out else done.exit_text
+                command = " ".join(argv[:2])
+                warnings.append(f"{entry.key}: {command} {how}: its results may be incomplete")
         if entry.finish is not None:
             outcome = entry.finish(inputs)
             metrics.update(outcome.metrics)
