@@ -4,12 +4,19 @@ draws the cell's flame graph."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from dbrig import proc
 from dbrig.analysis.profile import parse_folded
 from dbrig.host.perf import perf_problem
+from dbrig.run import samplers
+from dbrig.sampling.registry import sampler_entry
+from dbrig.scenario.model import Sampling
+from dbrig.server.handles import ManagedServerHandle
 from tests.integration.helpers import (
     TINY_SCENARIO,
     only_run_dir,
@@ -62,6 +69,47 @@ def test_a_profiled_cell_has_its_stacks_and_a_flame_graph_in_the_report(
     assert 'id="profiles"' in page and 'class="flamegraph"' in page
     assert 'id="flame-c001"' in page and 'id="flame-c000"' not in page
     assert "dbrigFlameSearch" in page and "do_command" in page
+
+
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [("gone", "perf could not record the server"), ("idle", "perf recorded no samples")],
+)
+def test_a_profile_that_falls_short_is_a_warning_and_the_trial_goes_on(
+    tmp_path: Path, target: str, says: str
+) -> None:
+    """Real perf, against a process that exited (it cannot attach) or one that sleeps
+    (no samples): a line in the trial's warnings, profile_samples 0, no exception."""
+    sleeper = proc.spawn(["sleep", "30"])
+    try:
+        if target == "gone":
+            done = proc.spawn(["true"])
+            done.wait(10)
+            pid = done.pid
+        else:
+            pid = sleeper.pid
+        trial = samplers.SampledTrial(
+            tmp_path,
+            # A managed server's capabilities are all the profile's selection reads.
+            SimpleNamespace(capabilities=ManagedServerHandle.capabilities, host_sampler=None),  # type: ignore[arg-type]
+            Sampling(enabled=False, profile={"cpu": {"frequency": 99}}),
+            warmup=0,
+            clock=time.monotonic,
+            devices=None,
+            faults=False,
+            processes=lambda: {"server": [pid]},
+            pinned_cores=None,
+            processes_here=True,
+        )
+        found: dict[str, float] = {}
+        with samplers.sampled(trial, found, (sampler_entry("profile"),)):
+            time.sleep(1.5)
+    finally:
+        sleeper.stop(grace_s=1)
+    assert found["profile_samples"] == 0
+    assert len(trial.warnings) == 1 and says in trial.warnings[0], trial.warnings
+    assert f"(pid {pid})" in trial.warnings[0]
+    assert (tmp_path / "profile.folded").read_text() == ""
 
 
 def _started(run: Path, command: str) -> float:
