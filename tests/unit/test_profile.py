@@ -353,3 +353,17 @@ def test_the_frequency_is_a_matrix_factor(tmp_path: Path) -> None:
         "matrix: {sampling.profile.cpu.frequency: [0, 99]}\n",
     )
     assert [c.scenario.sampling.profile.cpu.frequency for c in plan.cells] == [0, 99]
+
+
+def test_doctor_names_the_package_only_when_perf_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dbrig.commands import doctor
+
+    monkeypatch.setattr(doctor, "perf_problem", lambda: "perf is not installed")
+    missing = doctor._profiler()
+    assert not missing.ok and not missing.required and missing.package == "linux-perf"
+    refused = "the kernel refuses CPU profiles to a user that is not root (...)"
+    monkeypatch.setattr(doctor, "perf_problem", lambda: refused)
+    kernel = doctor._profiler()
+    assert not kernel.ok and kernel.package is None and refused in kernel.detail

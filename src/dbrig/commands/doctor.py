@@ -16,7 +16,7 @@ import dbrig
 from dbrig.commands.console import out_console, print_line
 from dbrig.errors import EXIT_BAD_INPUT, ConfigError, DbrigError
 from dbrig.host import probe
-from dbrig.host.perf import perf_problem
+from dbrig.host.perf import NOT_INSTALLED, perf_problem
 from dbrig.proc import which
 from dbrig.remote.ssh import SshError, SshHost, SshTarget
 from dbrig.run.remote import probe_server_host, target
@@ -69,7 +69,7 @@ def _profiler() -> Check:
     """perf, for the CPU profiles a scenario may ask for (optional: off by default)."""
     problem = perf_problem()
     if problem is not None:
-        package = PERF_PACKAGE if "not installed" in problem else None
+        package = PERF_PACKAGE if problem == NOT_INSTALLED else None
         return Check("perf", False, f"{problem}: no CPU profiles", False, package=package)
     version = probe.tool_version(Path(shutil.which("perf") or "perf")) or "version unknown"
     return Check("perf", True, f"{version}: CPU profiles can be recorded (sampling.profile)", False)

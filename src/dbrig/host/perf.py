@@ -19,9 +19,8 @@ from dbrig import proc
 PARANOID = Path("/proc/sys/kernel/perf_event_paranoid")
 # Above this a user that is not root cannot record kernel stacks or another user's process.
 MAX_PARANOID_FOR_USERS = 1
-INSTALL_HINT = (
-    "install Debian's linux-perf (make demo or make test does), or remove sampling.profile"
-)
+NOT_INSTALLED = "perf is not installed"
+INSTALL_HINT = "install Debian's linux-perf, as make demo and make test do"
 
 
 def paranoid_level(path: Path = PARANOID) -> int | None:
@@ -45,7 +44,7 @@ def paranoid_problem(level: int | None, euid: int) -> str | None:
 def perf_problem() -> str | None:
     """Why perf cannot record here, in one line; None when it can."""
     if shutil.which("perf") is None:
-        return "perf is not installed"
+        return NOT_INSTALLED
     if (problem := paranoid_problem(paranoid_level(), os.geteuid())) is not None:
         return problem
     code, output = proc.capture(["perf", "stat", "-e", "cpu-clock", "-x", ",", "--", "true"])

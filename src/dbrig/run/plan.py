@@ -139,8 +139,8 @@ def build(
     named, not refused. ``trials``: what is left of a resumed run (default: all)."""
     where = out or Path(plan.scenario.out)
     image = workspace_image(plan, keep_data, where)
-    tools = preflight.preflight(plan, where, strict=strict)
     check_profiling(plan)
+    tools = preflight.preflight(plan, where, strict=strict)
     return resolve(plan, tools, where, image, trials)
 
 

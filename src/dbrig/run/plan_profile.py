@@ -10,7 +10,7 @@ the run exits 2 before anything exists rather than saving empty profiles.
 from __future__ import annotations
 
 from dbrig.errors import ConfigError
-from dbrig.host.perf import INSTALL_HINT, perf_problem
+from dbrig.host.perf import INSTALL_HINT, NOT_INSTALLED, perf_problem
 from dbrig.scenario import Cell, Plan
 from dbrig.tools.registry import workload_for
 
@@ -26,7 +26,8 @@ def check_profiling(plan: Plan) -> None:
         if (why := _unprofilable(cell)) is not None:
             raise ConfigError(f"{plan.source}: {KEY}: {why}", hint=f"set {KEY} to 0 there")
     if (problem := perf_problem()) is not None:
-        raise ConfigError(f"{plan.source}: {KEY}: {problem}", hint=INSTALL_HINT)
+        hint = INSTALL_HINT if problem == NOT_INSTALLED else f"or set {KEY} to 0"
+        raise ConfigError(f"{plan.source}: {KEY}: {problem}", hint=hint)
 
 
 def _unprofilable(cell: Cell) -> str | None:
