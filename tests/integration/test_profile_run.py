@@ -39,6 +39,7 @@ def test_a_profiled_cell_has_its_stacks_and_a_flame_graph_in_the_report(
     sysbench = {**TINY_SCENARIO["workload"]["sysbench"], "time": 3, "threads": 2}
     scenario = tiny_scenario(
         workload={"sysbench": sysbench},
+        sampling={"interval": 0.5, "profile": {"cpu": {"client": True}}},
         matrix={"sampling.profile.cpu.frequency": [0, 99]},
         order="sequential",
     )
@@ -55,7 +56,8 @@ def test_a_profiled_cell_has_its_stacks_and_a_flame_graph_in_the_report(
     assert trial["status"] == "ok", trial
     stacks = parse_folded((on / "profile.folded").read_text())
     assert sum(stacks.values()) == trial["metrics"]["profile_samples"] > 0
-    assert all(stack.startswith("mariadbd") for stack in stacks)
+    # The server's stacks and, with client: true, the client's, each under its name.
+    assert {stack.split(";")[0] for stack in stacks} == {"mariadbd", "sysbench"}
     # Debian's build has symbols: the connection threads' frames are named.
     assert any("do_command" in stack for stack in stacks), list(stacks)[:5]
     # Debian's mariadbd exports its public symbols only: its static functions are unnamed.

@@ -98,12 +98,14 @@ def test_folded_text_is_sorted_and_reads_back() -> None:
 
 def test_record_argv(tmp_path: Path) -> None:
     data = tmp_path / "p.data"
-    argv = profile.record_argv(42, 99, data)
+    argv = profile.record_argv([42], 99, data)
     assert argv[:2] == ["perf", "record"]
     assert argv[argv.index("-F") + 1] == "99" and argv[argv.index("-e") + 1] == "cpu-clock"
     assert argv[argv.index("-p") + 1] == "42" and "-g" in argv
     assert argv[-2:] == ["-o", str(data)]
     assert "-D" not in argv  # perf's delay leaves the threads started meanwhile disabled
+    both = profile.record_argv([42, 43], 99, data)
+    assert both[both.index("-p") + 1] == "42,43"
 
 
 def test_outcome_with_samples_gives_their_count_and_names_the_unnamed_share() -> None:
@@ -277,6 +279,9 @@ def test_the_profile_entry_records_the_server_from_the_window_start(tmp_path: Pa
     assert entry.after(inputs) == ["perf", "script", "-i", str(tmp_path / profile.PERF_DATA)]
     no_server = SamplerInputs(**{**inputs.__dict__, "processes": lambda: {}})
     assert entry.argv(no_server) is None
+    client = SamplerInputs(**{**inputs.__dict__, "profile_client": True})
+    argv = entry.argv(client)
+    assert argv is not None and argv[argv.index("-p") + 1] == "4321,99"
 
 
 def _plan(tmp_path: Path, text: str) -> Plan:
@@ -312,6 +317,18 @@ def test_profiles_of_servers_dbrig_cannot_record_are_refused(
     with pytest.raises(ConfigError) as refused:
         check_profiling(plan)
     assert "sampling.profile.cpu.frequency" in str(refused.value) and says in str(refused.value)
+
+
+def test_the_client_is_profiled_only_here_and_after_a_warm_up(tmp_path: Path) -> None:
+    client = WORKLOAD.replace("{frequency: 99}", "{frequency: 99, client: true}")
+    with pytest.raises(ConfigError, match="with warmup: 0 the client is not started yet"):
+        check_profiling(_plan(tmp_path, f"name: p\n{client}"))
+    elsewhere = (
+        client.replace("time: 5}", "time: 5, host: c1}")
+        + "warmup: 1\nhosts: {c1: {ssh: root@10.0.0.9}}\n"
+    )
+    with pytest.raises(ConfigError, match="the client runs on host 'c1'"):
+        check_profiling(_plan(tmp_path, f"name: p\n{elsewhere}"))
 
 
 def test_a_workload_without_a_server_cannot_be_profiled(tmp_path: Path) -> None:

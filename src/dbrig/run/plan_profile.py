@@ -3,7 +3,9 @@
 perf records the server's process here: a cell whose server is external (dbrig does
 not know its process), on another host (not done yet: it would go through the
 agent) or absent (a workload that needs none) cannot be profiled, and nor can any
-cell on a machine where perf cannot record (``host/perf.py``). Each is one line, so
+cell on a machine where perf cannot record (``host/perf.py``). The client too
+(``client: true``) only when it runs here and after a warm-up (perf starts with the
+window and follows the processes running then). Each is one line, so
 the run exits 2 before anything exists rather than saving empty profiles.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 from dbrig.errors import ConfigError
 from dbrig.host.perf import INSTALL_HINT, NOT_INSTALLED, perf_problem
 from dbrig.scenario import Cell, Plan
+from dbrig.tools.base import client_host
 from dbrig.tools.registry import workload_for
 
 KEY = "sampling.profile.cpu.frequency"
@@ -34,6 +37,18 @@ def _unprofilable(cell: Cell) -> str | None:
     workload = workload_for(cell.scenario.workload)
     if not workload.needs_server:
         return f"{workload.title} needs no server: there is no server process to profile"
+    if cell.scenario.sampling.profile.cpu.client:
+        if (host := client_host(workload)) is not None:
+            return (
+                f"client: the client runs on host '{host}': profiling it there is not "
+                "done yet (set sampling.profile.cpu.client to false)"
+            )
+        if cell.scenario.warmup == 0:
+            return (
+                "client: perf starts when the measured window does and follows the "
+                "processes running then; with warmup: 0 the client is not started yet "
+                "(give the scenario a warm-up of 1 s or more)"
+            )
     spec = cell.scenario.server_specs[cell.server]
     if spec.kind == "external":
         return (

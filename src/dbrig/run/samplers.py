@@ -136,6 +136,7 @@ def sampled(
         status=fetch,
         server_host=trial.server.host_sampler,
         profile_hz=trial.sampling.profile.cpu.frequency,
+        profile_client=trial.sampling.profile.cpu.client,
     )
     built: list[tuple[SamplerEntry, Any]] = []
     children: list[tuple[SamplerEntry, proc.Child | WindowStart]] = []

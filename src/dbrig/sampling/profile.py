@@ -7,7 +7,8 @@ and gives its metric and the lines for the trial's warnings.
 
 profile.folded (one line per distinct stack)
 --------------------------------------------
-``root;caller;...;leaf count``: the process's name first, then its frames from the
+``root;caller;...;leaf count``: the process's name first (the server's, or the
+client's when it is recorded too), then its frames from the
 outermost caller to the function the sample landed in, and how many samples had that
 stack. A kernel frame ends in ``[k]``; a frame perf could not name is
 ``[unknown] (<binary>)``. Lines are sorted, so two runs of the same profile give the
@@ -39,14 +40,14 @@ _FRAME = re.compile(r"^\s+[0-9a-fA-F]+\s+(?P<symbol>.*?)\s+\((?P<dso>[^()]*)\)\s
 _OFFSET = re.compile(r"\+0x[0-9a-fA-F]+$")
 
 
-def record_argv(pid: int, frequency: int, data: Path) -> list[str]:
-    """``perf record`` of one process and the threads it starts, with call stacks, on the
+def record_argv(pids: list[int], frequency: int, data: Path) -> list[str]:
+    """``perf record`` of processes and the threads they start, with call stacks, on the
     software clock event (a virtual machine has no hardware counters). The run side
     starts it when the measured window starts: perf's own delay (``-D``) leaves the
     threads created meanwhile disabled (run/samplers.py, ``WindowStart``)."""
     return [
         *("perf", "record", "-F", str(frequency), "-g", "-e", "cpu-clock"),
-        *("-p", str(pid), "-o", str(data)),
+        *("-p", ",".join(str(pid) for pid in pids), "-o", str(data)),
     ]
 
 

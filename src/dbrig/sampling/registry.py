@@ -79,6 +79,7 @@ class SamplerInputs:
     status: Callable[[], Mapping[str, Any]] | None
     server_host: Callable[[SampleTiming, list[str] | None], Any] | None  # the handle's
     profile_hz: int = 0  # sampling.profile.cpu.frequency
+    profile_client: bool = False  # sampling.profile.cpu.client
 
 
 @dataclass(frozen=True)
@@ -141,11 +142,14 @@ def _server_pid(inputs: SamplerInputs) -> int | None:
 
 
 def _perf_record(inputs: SamplerInputs) -> list[str] | None:
-    """perf record of the server (None: no server pid here)."""
+    """perf record of the server, and of the client when asked (None: no server pid)."""
     pid = _server_pid(inputs)
     if pid is None:
         return None
-    return profile.record_argv(pid, inputs.profile_hz, inputs.folder / profile.PERF_DATA)
+    pids = [pid]
+    if inputs.profile_client:
+        pids += inputs.processes().get("workload", [])
+    return profile.record_argv(pids, inputs.profile_hz, inputs.folder / profile.PERF_DATA)
 
 
 def _perf_script(inputs: SamplerInputs) -> list[str] | None:
@@ -224,7 +228,8 @@ SAMPLERS: tuple[SamplerEntry, ...] = (
     ),
     SamplerEntry(
         key="profile",
-        samples="the server's CPU stacks over the measured window (perf record), folded",
+        samples="the server's CPU stacks (and the client's, when asked) over the measured "
+        "window (perf record), folded",
         files=(profile.FOLDED, profile.RECORD_OUT),
         metrics=("profile_samples",),
         where=Where.HERE,  # a server elsewhere is refused when the plan is built

@@ -200,6 +200,11 @@ class CpuProfile(_Frozen):
         description="samples per second of the server's stacks during the measured window "
         "(perf record, docs/profiling.md); 0: off",
     )
+    client: bool = Field(
+        False,
+        description="also record the workload's client process (it must run here, and the "
+        "scenario needs a warm-up: perf starts when the window does)",
+    )
 
 
 class Profiles(_Frozen):
