@@ -6,7 +6,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.dbrig-installed
-SYSTEM_PACKAGES := mariadb-server mariadb-client sysbench stress-ng
+# linux-perf records the CPU profiles a scenario asks for (sampling.profile, docs/profiling.md).
+SYSTEM_PACKAGES := mariadb-server mariadb-client sysbench stress-ng linux-perf
 # chromium opens the HTML report in the browser test (no browser download); xfsprogs
 # makes an XFS loop mount for the reflink test; openssh-server is the throwaway sshd on
 # 127.0.0.1 that the remote-client tests reach over ssh (its client comes with it).

@@ -36,6 +36,7 @@ RUNNER = "runner"  # measured by the runner around the workload (wait4, clocks)
 HOST_SAMPLER = "host sampler"  # cpu.csv, disk.csv, memory.csv, procs.csv (docs/sampling.md)
 STATUS_SAMPLER = "status sampler"  # status.csv: SHOW GLOBAL STATUS
 SAMPLERS = "samplers"  # sampler.csv: the samplers' own cost
+PROFILER = "profiler"  # profile.folded: perf record of the server (docs/profiling.md)
 DERIVED = "derived"  # computed from other columns after the trial (cost per unit of work)
 FAULTS = "faults"  # the fault injector's timeline and recovery (dbrig.run.faults)
 SOAK = "soak"  # a soak's trend over its interval series (dbrig.analysis.drift, docs/reliability.md)
@@ -50,6 +51,7 @@ SOURCES = frozenset(
         HOST_SAMPLER,
         STATUS_SAMPLER,
         SAMPLERS,
+        PROFILER,
         DERIVED,
         FAULTS,
         SOAK,
@@ -762,6 +764,14 @@ def _samplers() -> Iterator[Metric]:
         "0..1",
         STATUS_SAMPLER,
         "1 - Innodb_buffer_pool_reads / Innodb_buffer_pool_read_requests",
+    )
+    yield Metric(
+        "profile_samples",
+        "CPU profile samples",
+        "",
+        PROFILER,
+        "stacks perf record took of the server in the measured window (profile.folded)",
+        fmt=".0f",
     )
     yield Metric("sampler_cpu_pct", "sampler CPU", "% of one core", SAMPLERS, "both samplers")
     yield Metric(

@@ -7,8 +7,11 @@ fakes (a threaded sampler that records, and one that asks for a real short proce
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import signal
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from dbrig.remote.server import RemoteServerHandle
 from dbrig.run import samplers
 from dbrig.run.commands import InterferenceCommand, TrialCommands
 from dbrig.run.workdir import WorkDirHandle
+from dbrig.sampling.profile import ProfileOutcome
 from dbrig.sampling.registry import (
     CLIENT_FOLDER,
     SAMPLERS,
@@ -242,6 +246,78 @@ def test_samplers_start_and_stop_as_one_unit_and_a_process_is_stopped_after(
     assert log == ["start first", "start second", "stop first", "stop second", "collect second"]
     assert started[0].wait(5) is not None, "the sampler's process was stopped"
     assert (tmp_path / "ticker.out").is_file()
+
+
+def test_a_window_process_starts_after_the_warm_up_and_its_outcome_reaches_the_trial(
+    tmp_path: Path,
+) -> None:
+    """``at_window_start``: started when the window starts, by a thread that outlives the
+    start (setpriv's parent-death signal follows that thread); stopped with the entry's
+    signal; then its command after the window, and its metrics and warnings."""
+    marker = tmp_path / "started"
+    script = (
+        "import pathlib, signal, sys, time\n"
+        f"pathlib.Path({str(marker)!r}).write_text(str(time.monotonic()))\n"
+        "signal.signal(signal.SIGINT, lambda *a: (print('flushed'), sys.exit(0)))\n"
+        "time.sleep(60)\n"
+    )
+    entries = (
+        SamplerEntry(
+            key="window",
+            samples="window",
+            files=(),
+            metrics=(),
+            where=Where.HERE,
+            applies=lambda facts: True,
+            build=lambda inputs: None,
+            argv=lambda inputs: [sys.executable, "-c", script],
+            at_window_start=True,
+            stop_signal=signal.SIGINT,
+            after=lambda inputs: [sys.executable, "-c", "print('after')"],
+            after_file="window.after",
+            finish=lambda inputs: ProfileOutcome({"window_x": 1.0}, ("window: a line",)),
+        ),
+    )
+    trial = dataclasses.replace(
+        _trial(tmp_path, FakeHandle(ManagedServerHandle)), warmup=1, clock=time.monotonic
+    )
+    found: dict[str, float] = {}
+    entered = time.monotonic()
+    with samplers.sampled(trial, found, entries):
+        assert not marker.exists()  # the warm-up
+        deadline = time.monotonic() + 10
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # the child installs its handler
+    assert float(marker.read_text()) - entered >= 0.9
+    assert (tmp_path / "window.out").read_text() == "flushed\n"  # SIGINT, not SIGTERM
+    assert (tmp_path / "window.after").read_text() == "after\n"
+    assert found["window_x"] == 1.0 and trial.warnings == ["window: a line"]
+
+
+def test_a_window_process_never_starts_when_the_trial_ends_in_its_warm_up(
+    tmp_path: Path,
+) -> None:
+    entries = (
+        _entry("window", lambda inputs: None, argv=lambda inputs: ["false"], at_window_start=True),
+    )
+    trial = dataclasses.replace(
+        _trial(tmp_path, FakeHandle(ManagedServerHandle)), warmup=30, clock=time.monotonic
+    )
+    with samplers.sampled(trial, {}, entries):
+        pass
+    assert not (tmp_path / "window.out").exists()
+
+
+def test_a_failing_after_command_is_a_warning_and_the_trial_goes_on(tmp_path: Path) -> None:
+    failing = [sys.executable, "-c", "import sys; sys.exit(3)"]
+    entries = (
+        _entry("late", lambda inputs: None, after=lambda inputs: failing, after_file="late.txt"),
+    )
+    trial = _trial(tmp_path, FakeHandle(ManagedServerHandle))
+    with samplers.sampled(trial, {}, entries):
+        pass
+    assert trial.warnings == [f"late: {sys.executable} -c exit 3: its results may be incomplete"]
 
 
 def test_the_handles_declare_every_member_of_the_protocol() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ import dbrig
 from dbrig.commands.console import out_console, print_line
 from dbrig.errors import EXIT_BAD_INPUT, ConfigError, DbrigError
 from dbrig.host import probe
+from dbrig.host.perf import NOT_INSTALLED, perf_problem
 from dbrig.proc import which
 from dbrig.remote.ssh import SshError, SshHost, SshTarget
 from dbrig.run.remote import target
@@ -26,6 +28,7 @@ from dbrig.tools.base import ToolInfo
 from dbrig.tools.registry import all_tools
 
 SERVER_PACKAGE = "mariadb-server"
+PERF_PACKAGE = "linux-perf"
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ def checks(workdir: Path) -> Iterator[Check]:
     yield _server()
     for info, required in all_tools():
         yield _tool(info, required)
+    yield _profiler()
     yield from _host(workdir)
 
 
@@ -71,6 +75,16 @@ def _tool(info: ToolInfo, required: bool) -> Check:
         return Check(info.name, False, str(exc), required, package=info.package)
     version = probe.tool_version(path, info.version_args) or "version unknown"
     return Check(info.name, True, f"{version} ({path})", required)
+
+
+def _profiler() -> Check:
+    """perf, for the CPU profiles a scenario may ask for (optional: off by default)."""
+    problem = perf_problem()
+    if problem is not None:
+        package = PERF_PACKAGE if problem == NOT_INSTALLED else None
+        return Check("perf", False, f"{problem}: no CPU profiles", False, package=package)
+    version = probe.tool_version(Path(shutil.which("perf") or "perf")) or "version unknown"
+    return Check("perf", True, f"{version}: CPU profiles can be recorded (sampling.profile)", False)
 
 
 def _host(workdir: Path) -> Iterator[Check]:

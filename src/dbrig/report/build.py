@@ -4,7 +4,7 @@
 the trial folders) and writes, into it:
 
 - ``report.html``: one self-contained page (charts as data URIs, inline CSS,
-  no JavaScript, no network);
+  flame graphs as inline SVG with a search box, no network);
 - ``plots/*.png``: the same charts as files (``factor_<n>.png``,
   ``timeseries_throughput.png``, ``cell_<cell>.png``, ``scaling_<n>.png`` for a
   concurrency sweep);
@@ -43,6 +43,7 @@ from dbrig.report.sections import (
     factors,
     faults,
     findings,
+    profiles,
     results,
     scalability,
     soak,
@@ -74,6 +75,7 @@ SECTIONS: tuple[ModuleType, ...] = (
     faults,
     tpcc,
     soak,
+    profiles,
     timeseries,
     appendix,
 )

@@ -1,8 +1,9 @@
 """The report page: one self-contained HTML file rendered with jinja2.
 
 Charts are embedded as base64 ``data:`` URIs and the style sheet is inline, so
-the file can be mailed or attached to a ticket and opens offline. The page
-uses no JavaScript: repetitions and long lists fold away in ``<details>``.
+the file can be mailed or attached to a ticket and opens offline. Repetitions and
+long lists fold away in ``<details>``; the page's one script is the flame graphs'
+search box (``flamegraph.py``), and the page reads well without it.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ the handle's sampler of its own host), starts the processes samplers ask for thr
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ from dbrig.tools.base import InterferenceTool, WorkloadTool, client_host, interf
 from dbrig.util.files import disk_full, is_disk_full
 
 PROCESS_STOP_GRACE_S = 5.0  # a sampler's own process (perf) flushes its output on SIGTERM
+AFTER_TIMEOUT_S = 300.0  # a sampler's command after the window (perf script)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class SampledTrial:
     pinned_cores: list[int] | None
     processes_here: bool
     role_prefixes: Mapping[str, str] = field(default_factory=dict)  # interference columns
+    warnings: list[str] = field(default_factory=list)  # the trial's: samplers add lines
 
 
 def trial_facts(server: Handle, sampling_block: Sampling) -> TrialFacts:
@@ -58,6 +61,7 @@ def trial_facts(server: Handle, sampling_block: Sampling) -> TrialFacts:
         enabled=sampling_block.enabled,
         server_status=caps.status,
         server_samples_its_host=caps.samples_its_host,
+        profile_hz=sampling_block.profile.cpu.frequency,
     )
 
 
@@ -131,9 +135,11 @@ def sampled(
         processes=trial.processes,
         status=fetch,
         server_host=trial.server.host_sampler,
+        profile_hz=trial.sampling.profile.cpu.frequency,
+        profile_client=trial.sampling.profile.cpu.client,
     )
     built: list[tuple[SamplerEntry, Any]] = []
-    children: list[proc.Child] = []
+    children: list[tuple[SamplerEntry, proc.Child | WindowStart]] = []
     try:
         built = [(entry, s) for entry in chosen if (s := entry.build(inputs)) is not None]
         children = _start_processes(chosen, inputs)
@@ -143,12 +149,12 @@ def sampled(
     finally:
         for _, sampler in built:
             sampler.stop()
-        for child in children:
-            child.stop(grace_s=PROCESS_STOP_GRACE_S)
+        _stop_processes(children)
         if close_status is not None:
             with contextlib.suppress(Exception):
                 close_status()
     _collect(built, trial.folder)
+    _finish(chosen, inputs, metrics, trial.warnings)
     metrics.update(
         sampling.summarize_cell(
             trial.folder,
@@ -159,19 +165,92 @@ def sampled(
     )
 
 
-def _start_processes(chosen: list[SamplerEntry], inputs: SamplerInputs) -> list[proc.Child]:
-    """The processes samplers asked for, each writing ``<key>.out`` in the trial's folder."""
-    children: list[proc.Child] = []
+def _start_processes(
+    chosen: list[SamplerEntry], inputs: SamplerInputs
+) -> list[tuple[SamplerEntry, proc.Child | WindowStart]]:
+    """The processes samplers asked for, each writing ``<key>.out`` in the trial's folder:
+    now, or when the measured window starts (``at_window_start``)."""
+    children: list[tuple[SamplerEntry, proc.Child | WindowStart]] = []
     try:
         for entry in chosen:
-            if argv := entry.argv(inputs):
-                out = inputs.folder / f"{entry.key}.out"
-                children.append(proc.spawn(argv, stdout=out, merge_stderr=True))
+            out = inputs.folder / f"{entry.key}.out"
+            if entry.at_window_start:
+                children.append((entry, WindowStart(entry, inputs, out)))
+            elif argv := entry.argv(inputs):
+                children.append((entry, proc.spawn(argv, stdout=out, merge_stderr=True)))
     except BaseException:
-        for child in children:
-            child.stop(grace_s=PROCESS_STOP_GRACE_S)
+        _stop_processes(children)
         raise
     return children
+
+
+def _stop_processes(children: list[tuple[SamplerEntry, proc.Child | WindowStart]]) -> None:
+    """Each with its entry's signal (perf record writes its file on SIGINT)."""
+    for entry, child in children:
+        child.stop(grace_s=PROCESS_STOP_GRACE_S, sig=entry.stop_signal)
+
+
+class WindowStart:
+    """A sampler's process started when the measured window starts (after the warm-up),
+    so it sees the window only, by a thread that waits for that moment, starts it, and
+    stops it when told.
+
+    perf record's own delay (``-D``) is no substitute: threads the server creates while
+    its events are held back (the connections of the warm-up) are never enabled, and
+    the profile comes out empty. The thread lives as long as the process because the
+    kernel's parent-death signal (``proc``'s setpriv) follows the thread that started
+    it, not dbrig. A start that fails writes why in the output file (the entry's
+    ``finish`` turns it into a warning)."""
+
+    def __init__(self, entry: SamplerEntry, inputs: SamplerInputs, out: Path) -> None:
+        self._entry, self._inputs, self._out = entry, inputs, out
+        self._stopping = threading.Event()
+        self._grace_s, self._sig = PROCESS_STOP_GRACE_S, entry.stop_signal
+        self._thread = threading.Thread(target=self._run, name=f"{entry.key} sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        timing = self._inputs.timing
+        if self._stopping.wait(max(0.0, timing.t0 - timing.clock())):
+            return  # the trial ended during its warm-up
+        if not (argv := self._entry.argv(self._inputs)):
+            return
+        try:
+            child = proc.spawn(argv, stdout=self._out, merge_stderr=True)
+        except Exception as exc:  # said in the trial's warnings instead
+            with open(self._out, "a") as out:
+                out.write(f"Error: could not start {argv[0]}: {exc}\n")
+            return
+        self._stopping.wait()
+        child.stop(grace_s=self._grace_s, sig=self._sig)
+
+    def stop(self, grace_s: float, sig: int) -> None:
+        self._grace_s, self._sig = grace_s, sig
+        self._stopping.set()
+        self._thread.join()
+
+
+def _finish(
+    chosen: list[SamplerEntry],
+    inputs: SamplerInputs,
+    metrics: dict[str, float],
+    warnings: list[str],
+) -> None:
+    """Each entry's command after the window (perf script), then its metrics and warnings.
+    A command that fails or runs out of time is a warning of its own (what it printed
+    may be cut short); the trial is still measured."""
+    for entry in chosen:
+        if entry.after_file is not None and (argv := entry.after(inputs)):
+            out = inputs.folder / entry.after_file
+            done = proc.run(argv, timeout_s=AFTER_TIMEOUT_S, stdout=out)
+            if done.timed_out or done.returncode != 0:
+                how = f"ran past {AFTER_TIMEOUT_S:.0f} s" if done.timed_out else done.exit_text
+                command = " ".join(argv[:2])
+                warnings.append(f"{entry.key}: {command} {how}: its results may be incomplete")
+        if entry.finish is not None:
+            outcome = entry.finish(inputs)
+            metrics.update(outcome.metrics)
+            warnings.extend(outcome.warnings)
 
 
 def _collect(built: list[tuple[SamplerEntry, Any]], folder: Path) -> None:

@@ -291,6 +291,7 @@ class TrialExecutor:
             pinned_cores=pinned_cores,
             processes_here=self._all_followed_here(),
             role_prefixes=column_prefixes(interference_for(self.scenario.interference)),
+            warnings=self.record.warnings,
         )
         return sampled(trial, self.record.metrics)
 

@@ -19,12 +19,14 @@ Adding a sampler: docs/architecture.md, "Adding a sampler".
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, Protocol
 
+from dbrig.sampling import profile
 from dbrig.sampling.host import HostSampler
 from dbrig.sampling.schedule import SampleTiming
 from dbrig.sampling.status import StatusSampler
@@ -60,6 +62,7 @@ class TrialFacts:
     enabled: bool  # sampling.enabled
     server_status: bool  # SHOW GLOBAL STATUS can be read (the handle's ``status``)
     server_samples_its_host: bool  # the handle's ``samples_its_host`` (the agent)
+    profile_hz: int = 0  # sampling.profile.cpu.frequency (0: no CPU profile)
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ class SamplerInputs:
     # SHOW GLOBAL STATUS, name -> value (reconnecting when a fault may take the server away)
     status: Callable[[], Mapping[str, Any]] | None
     server_host: Callable[[SampleTiming, list[str] | None], Any] | None  # the handle's
+    profile_hz: int = 0  # sampling.profile.cpu.frequency
+    profile_client: bool = False  # sampling.profile.cpu.client
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,17 @@ class SamplerEntry:
     argv: Callable[[SamplerInputs], list[str] | None] = lambda inputs: None
     # After every sampler of the trial stopped: its results put in the trial's folder.
     collect: Callable[[Any, Path], None] | None = None
+    # ``argv``'s process starts when the measured window does (after the warm-up), not
+    # with the other samplers: its samples are the window's only.
+    at_window_start: bool = False
+    # What stops ``argv``'s process so that it writes its file (perf record: SIGINT).
+    stop_signal: int = signal.SIGTERM
+    # After ``argv``'s process stopped: a command the run side runs to completion, its
+    # stdout in ``after_file`` of the trial's folder (``perf script``).
+    after: Callable[[SamplerInputs], list[str] | None] = lambda inputs: None
+    after_file: str | None = None
+    # Last: the metrics and the lines for the trial's warnings, read from its files.
+    finish: Callable[[SamplerInputs], profile.ProfileOutcome] | None = None
 
 
 def _host(inputs: SamplerInputs) -> Sampler:
@@ -118,6 +134,31 @@ def _server_host(inputs: SamplerInputs) -> Sampler:
 
 def _collect_server_host(sampler: Any, folder: Path) -> None:
     sampler.collect(folder)
+
+
+def _server_pid(inputs: SamplerInputs) -> int | None:
+    pids = inputs.processes().get("server")
+    return pids[0] if pids else None
+
+
+def _perf_record(inputs: SamplerInputs) -> list[str] | None:
+    """perf record of the server, and of the client when asked (None: no server pid)."""
+    pid = _server_pid(inputs)
+    if pid is None:
+        return None
+    pids = [pid]
+    if inputs.profile_client:
+        pids += inputs.processes().get("workload", [])
+    return profile.record_argv(pids, inputs.profile_hz, inputs.folder / profile.PERF_DATA)
+
+
+def _perf_script(inputs: SamplerInputs) -> list[str] | None:
+    data = inputs.folder / profile.PERF_DATA
+    return profile.script_argv(data) if data.exists() else None
+
+
+def _profile_outcome(inputs: SamplerInputs) -> profile.ProfileOutcome:
+    return profile.finish(inputs.folder, _server_pid(inputs))
 
 
 HOST_METRICS = (
@@ -184,6 +225,22 @@ SAMPLERS: tuple[SamplerEntry, ...] = (
         where=Where.HERE,  # a query over the network from here
         applies=lambda facts: facts.enabled and facts.server_status,
         build=_status,
+    ),
+    SamplerEntry(
+        key="profile",
+        samples="the server's CPU stacks (and the client's, when asked) over the measured "
+        "window (perf record), folded",
+        files=(profile.FOLDED, profile.RECORD_OUT),
+        metrics=("profile_samples",),
+        where=Where.HERE,  # a server elsewhere is refused when the plan is built
+        applies=lambda facts: facts.profile_hz > 0,
+        build=lambda inputs: None,
+        argv=_perf_record,
+        at_window_start=True,  # the measured window only
+        stop_signal=signal.SIGINT,  # perf record writes its file on SIGINT
+        after=_perf_script,
+        after_file=profile.SCRIPT,
+        finish=_profile_outcome,
     ),
 )
 

@@ -192,12 +192,32 @@ WorkloadBlock = create_model(
 Interference = create_model("Interference", __base__=_Frozen, **_tool_fields(INTERFERENCE_TOOLS))
 
 
+class CpuProfile(_Frozen):
+    frequency: int = Field(
+        0,
+        ge=0,
+        le=10_000,
+        description="samples per second of the server's stacks during the measured window "
+        "(perf record, docs/profiling.md); 0: off",
+    )
+    client: bool = Field(
+        False,
+        description="also record the workload's client process (it must run here, and the "
+        "scenario needs a warm-up: perf starts when the window does)",
+    )
+
+
+class Profiles(_Frozen):
+    cpu: CpuProfile = CpuProfile()
+
+
 class Sampling(_Frozen):
     enabled: bool = True
     interval: float = Field(1.0, ge=0.05, le=60, description="seconds between samples")
     devices: list[str] | None = Field(
         None, description="block devices to sample (default: the datadir's device)"
     )
+    profile: Profiles = Profiles()
 
 
 class Soak(_Frozen):
