@@ -228,8 +228,8 @@ def test_a_script_whose_server_is_missing_reaches_no_server(
     run_dir = only_run_dir(out)
     [trial] = trial_dirs(run_dir)
     saved = read_json(trial / "trial.json")
-    assert saved["reason"] == (
-        "connects.lua connects to a server, but its scenario declares needs_server: false "
+    assert saved["reason"] == (  # a failure reason names the tool that failed
+        "sysbench: connects.lua connects to a server, but its scenario declares needs_server: false "
         "(dbrig started none, and it reached none)"
     )
     output = (trial / "workload.out").read_text()
