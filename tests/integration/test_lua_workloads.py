@@ -229,8 +229,8 @@ def test_a_script_whose_server_is_missing_reaches_no_server(
     [trial] = trial_dirs(run_dir)
     saved = read_json(trial / "trial.json")
     assert saved["reason"] == (  # a failure reason names the tool that failed
-        "sysbench: connects.lua connects to a server, but its scenario declares needs_server: false "
-        "(dbrig started none, and it reached none)"
+        "sysbench: connects.lua connects to a server, but its scenario declares "
+        "needs_server: false (dbrig started none, and it reached none)"
     )
     output = (trial / "workload.out").read_text()
     assert "unable to connect to MySQL server on socket" in output

@@ -56,7 +56,7 @@ def test_crash_recovery_gives_each_fault_kind_its_figures() -> None:
 
 def test_a_freeze_is_its_own_kind_with_the_range_over_trials() -> None:
     (freeze,) = texts("freeze")["faults"]
-    assert freeze.startswith("kill_server SIGSTOP for 3 s at 4 s (n=2): downtime 3.00 s")
+    assert freeze.startswith("kill_server SIGSTOP at 4 s for 3 s (n=2): downtime 3.00 s")
     assert "TPS with the fault 2,099.9 txn/s (1,946.7-2,253.0)" in freeze
 
 

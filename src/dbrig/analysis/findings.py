@@ -162,17 +162,19 @@ def _pm(value: float | None, error: float | None) -> str:
 
 
 def fault_kind(data: Mapping[str, Any]) -> str:
-    """``kill_server SIGKILL at 8 s`` from a faults.json's ``faults`` block."""
+    """What a trial injected, from its faults.json's ``faults`` block: ``kill_server
+    SIGKILL at 8 s``, ``kill_server SIGSTOP at 4 s for 3 s`` (the findings and the
+    report's Faults table say it alike)."""
     parts = []
     for key, spec in (data.get("faults") or {}).items():
         spec = spec if isinstance(spec, Mapping) else {}
         text = key
         if spec.get("signal"):
             text += f" SIG{spec['signal']}"
-        if spec.get("for") is not None:
-            text += f" for {short_number(spec['for'])} s"
         if spec.get("at") is not None:
             text += f" at {short_number(spec['at'])} s"
+        if spec.get("for") is not None:
+            text += f" for {short_number(spec['for'])} s"
         parts.append(text)
     return " + ".join(parts) or "fault"
 

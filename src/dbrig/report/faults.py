@@ -68,22 +68,6 @@ def markers(record: dict[str, Any] | None) -> tuple[Marker, ...]:
     return tuple(out)
 
 
-def fault_text(record: dict[str, Any]) -> str:
-    """What was injected: ``kill_server SIGKILL at 3 s``, ``... SIGSTOP at 4 s for 3 s``."""
-    parts = []
-    for kind, params in (record.get("faults") or {}).items():
-        params = params if isinstance(params, dict) else {}
-        text = kind
-        if params.get("signal"):
-            text += f" SIG{params['signal']}"
-        if params.get("at") is not None:
-            text += f" at {params['at']:g} s"
-        if params.get("for") is not None:
-            text += f" for {params['for']:g} s"
-        parts.append(text)
-    return "; ".join(parts)
-
-
 def values(record: dict[str, Any]) -> list[str]:
     """The row's figures in :data:`COLUMNS` order ('' where the trial has none)."""
     figures = record.get("metrics") or {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbrig.analysis.findings import fault_kind
 from dbrig.report import faults
 from dbrig.report.sections import LoadedRun, Part, render
 
@@ -38,7 +39,7 @@ def _rows(run: LoadedRun) -> list[dict[str, Any]]:
                 "trial": str(trial),
                 "label": labels.get(str(cell), ""),
                 "ok": status == "ok",
-                "fault": faults.fault_text(record),
+                "fault": fault_kind(record),
                 "values": faults.values(record),
                 "timeline": faults.timeline_text(record),
             }
