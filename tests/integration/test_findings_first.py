@@ -6,7 +6,8 @@ Chromium screenshot at 1400x900 whose first screen holds it, saved for the docs)
 Each kind is its shipped scenario (scenarios/) cut down: one table of 2,000 rows, windows
 of 3-8 s, 1-2 repetitions. The seven runs go side by side, each with a TMPDIR of its own
 (a starting server clears its tmpdir), so the file takes about as long as the slowest run
-and the checks: 100 s on this 2-core machine with other work on it (the runs 74 s of it).
+and the checks: 100-120 s on this 2-core machine with other test suites running beside
+it (load 3-13; the runs 74-84 s of it).
 
 With ``DBRIG_UPDATE_DOCS_IMAGES=1`` the screenshots are also copied into docs/findings/,
 the pictures the experiments' docs pages show.
