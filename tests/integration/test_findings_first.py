@@ -6,7 +6,7 @@ Chromium screenshot at 1400x900 whose first screen holds it, saved for the docs)
 Each kind is its shipped scenario (scenarios/) cut down: one table of 2,000 rows, windows
 of 3-8 s, 1-2 repetitions. The seven runs go side by side, each with a TMPDIR of its own
 (a starting server clears its tmpdir), so the file takes about as long as the slowest run
-and the checks: 100-120 s on this 2-core machine with other test suites running beside
+and the checks: 100-136 s on this 2-core machine with other test suites running beside
 it (load 3-13; the runs 74-84 s of it).
 
 With ``DBRIG_UPDATE_DOCS_IMAGES=1`` the screenshots are also copied into docs/findings/,
@@ -31,6 +31,7 @@ import yaml
 
 from dbrig.report.data import load_run
 from dbrig.report.findings import HEADING, lines, run_findings
+from dbrig.tools.tpcc import TYPES as TPCC_TYPES
 from tests.helpers.html import parse_page
 from tests.integration.helpers import (
     LEAK_TAG,
@@ -287,6 +288,11 @@ def test_the_terminal_show_and_the_first_screen_lead_with_the_findings(
     found = run_findings(load_run(ran.run))
     assert any(f.topic == TOPIC[kind] for f in found), [f.text for f in found]
     assert all(re.search(r"\d", f.text) for f in found), "each finding says its numbers"
+
+    if kind == "tpcc":  # the script's retries are kept per transaction type
+        results = load_run(ran.run).results
+        per_type = sum(results[f"{t}_retries"] for t in TPCC_TYPES)
+        assert (per_type == results["tpcc_retries"]).all()
 
     # dbrig run: the findings right after the result table, before "saved:".
     table_end = ran.out.index("mean ±95% CI")
