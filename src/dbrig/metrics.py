@@ -417,6 +417,13 @@ def _tpcc() -> Iterator[Metric]:
         label = name.replace("_", "-")
         yield Metric(f"{name}_count", f"{label} count", "", t, "in the measured window")
         yield Metric(
+            f"{name}_retries",
+            f"{label} retries",
+            "",
+            t,
+            "deadlocks and conflicts retried, in the measured window",
+        )
+        yield Metric(
             f"latency_{name}_avg_ms",
             f"{label} avg latency",
             "ms",

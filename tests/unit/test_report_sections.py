@@ -108,6 +108,17 @@ def test_tpcc_shows_each_transaction_type_the_consistency_and_the_caveat() -> No
     assert tpcc_section.section(loaded("crash")) is None
 
 
+def test_tpcc_shows_each_types_retries_summed_over_the_repetitions() -> None:
+    run = loaded("tpcc")  # saved before the per-type retries: their cells stay empty
+    assert '<td class="num">5</td></tr>' not in text(tpcc_section.section(run))
+    for name in ("new_order", "payment", "order_status", "delivery", "stock_level"):
+        run.data.results[f"{name}_retries"] = 0.0
+    run.data.results["payment_retries"] = [2.0, 3.0]
+    html = text(tpcc_section.section(run))
+    payment = html[html.index("<td>payment</td>") :]
+    assert payment[: payment.index("</tr>")].endswith('<td class="num">5</td>')
+
+
 def test_a_short_soak_is_not_judged_and_its_memory_is_set_beside_the_buffer_pool() -> None:
     html = text(soak_section.section(loaded("soak")))
     assert "not judged: window under 10 minutes (20 s)" in html

@@ -136,6 +136,8 @@ def test_metrics_of_a_real_run() -> None:
 def test_retried_lock_waits_are_counted() -> None:
     m = TpccTool(TpccParams()).analyse(fixture("run_lock_wait_retries.txt"), 0).metrics
     assert m["tpcc_retries"] == m["ignored_errors"] == 2
+    assert m["payment_retries"] == 2  # one on each thread
+    assert sum(m[f"{t}_retries"] for t in tpcc.TYPES) == m["tpcc_retries"]
 
 
 def test_missing_tables_fail_with_the_server_error() -> None:

@@ -235,6 +235,7 @@ def tpcc_metrics(result: TpccResult, percentile: int) -> dict[str, float]:
     for name, stats in result.types.items():
         total += stats.count
         out[f"{name}_count"] = float(stats.count)
+        out[f"{name}_retries"] = float(stats.retries)
         if (avg := stats.latency_avg_ms) is not None:
             out[f"latency_{name}_avg_ms"] = avg
         if (pct := stats.latency_pct_ms(percentile)) is not None:

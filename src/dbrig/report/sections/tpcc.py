@@ -2,7 +2,7 @@
 
 Per transaction type: its count over the cell's successful repetitions, its share
 of all transactions, the mean of each repetition's percentile and average latency,
-and New-Order's rollbacks; the cell's TPM, NOPM and retries; each consistency
+its retries and New-Order's rollbacks; the cell's TPM, NOPM and retries; each consistency
 condition's result over every repetition (failed ones included: a violation fails
 the trial); and the caveat that this is TPC-C-like, not audited.
 """
@@ -52,6 +52,7 @@ def _cell(cell: str, label: str, rows: pd.DataFrame) -> dict[str, Any]:
             "rollbacks": _whole(_sum(ok, ROLLBACK_COLUMNS[name]))
             if name in ROLLBACK_COLUMNS
             else "",
+            "retries": _whole(_sum(ok, f"{name}_retries")),
         }
         for name in TYPES
     ]
