@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dbrig.analysis import findings as findings_module
 from dbrig.analysis.findings import RunFacts, findings
 from dbrig.report.data import load_run
 from dbrig.report.findings import lines, run_findings
@@ -299,3 +300,9 @@ def test_show_format_csv_is_csv_then_the_findings_as_comment_lines() -> None:
     assert rows[0][:3] == ["cell", "cpu", "n"] and [r[0] for r in rows[1:]] == ["c000", "c001"]
     comments = [line for line in result.output.splitlines() if line.startswith("# ")]
     assert comments == [f"# {f.text}" for f in run_findings(load_run(RUNS_DIR / "seed"))]
+
+
+def test_one_of_a_recovery_count_is_said_in_the_singular() -> None:
+    rows = pd.DataFrame({"innodb_trx_rolled_back": [1.0], "innodb_pages_recovered": [12.0]})
+    detail = findings_module._innodb_detail(rows)
+    assert detail == " (12 pages recovered, 1 transaction rolled back)"

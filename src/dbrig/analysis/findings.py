@@ -212,8 +212,15 @@ def _innodb_detail(rows: pd.DataFrame) -> str:
         ("innodb_trx_rolled_back", "transactions rolled back", ",.0f"),
     ):
         if name in rows and rows[name].notna().any():
-            parts.append(f"{_range(rows[name], spec)} {what}")
+            shown = _range(rows[name], spec)
+            parts.append(f"{shown} {_singular(what) if shown == '1' else what}")
     return f" ({', '.join(parts)})" if parts else ""
+
+
+def _singular(what: str) -> str:
+    """``transaction rolled back`` for one of them."""
+    first, _, rest = what.partition(" ")
+    return f"{first.removesuffix('s')} {rest}".strip()
 
 
 def _spread_text(entry: Metric, values: pd.Series) -> str:
