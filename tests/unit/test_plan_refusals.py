@@ -147,3 +147,22 @@ def test_a_password_sysbench_cannot_be_given_is_refused(
         line = refused_by_both(tmp_path, text, capsys)
     assert "server.password_env: sysbench's --config-file cannot hold a password" in line
     assert "quoted" not in line
+
+
+def test_a_buffer_pool_larger_than_this_machine_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = OLTP + "server:\n  config: {innodb_buffer_pool_size: 64P}\n"
+    line = refused_by_both(tmp_path, text, capsys)
+    assert "server.config.innodb_buffer_pool_size: 64P is more than this machine's" in line
+
+
+def test_a_matrixed_buffer_pool_is_named_by_its_server_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = OLTP + (
+        "servers:\n  a: {}\n  b: {}\n"
+        "matrix:\n  - server: [a, b]\n    servers.b.config.innodb_buffer_pool_size: [64M, 512P]\n"
+    )
+    line = refused_by_both(tmp_path, text, capsys)
+    assert "servers.b.config.innodb_buffer_pool_size: 512P is more" in line

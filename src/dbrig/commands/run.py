@@ -342,6 +342,8 @@ def print_dry_run(resolved: run_plan.RunPlan, snapshot_cache: Path | None = None
     for line in estimate.describe(resolved.plan, resolved.out, resolved.trials):
         click.echo(line)
     click.echo(dryrun.describe_disk(resolved))
+    if (memory := dryrun.describe_memory(resolved)) is not None:
+        click.echo(memory)
 
 
 @click.command("run")

@@ -17,6 +17,7 @@ from dbrig.run.commands import InterferenceCommand
 from dbrig.run.datasets import data_set_id, prepare_steps, prepared_before_every_trial
 from dbrig.run.plan import RunPlan, unchecked
 from dbrig.run.plan_cells import cell_endpoint
+from dbrig.run.plan_memory import largest_buffer_pool
 from dbrig.run.remote import cell_host, display_run
 from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary
@@ -89,6 +90,15 @@ def describe_disk(resolved: Plan | RunPlan) -> str:
         f"disk: {_size(resolved.disk_bytes)} on this machine (data sets, their snapshots "
         "and a working copy, per-interval files)"
     )
+
+
+def describe_memory(resolved: Plan | RunPlan) -> str | None:
+    """The largest buffer pool a managed server starts with here (one runs at a time)."""
+    plan = resolved.plan if isinstance(resolved, RunPlan) else resolved
+    pool = largest_buffer_pool(plan)
+    if pool is None:
+        return None
+    return f"memory: a buffer pool of {pool.written} at the most ({pool.key})"
 
 
 def _size(size: int) -> str:

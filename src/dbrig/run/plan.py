@@ -18,11 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from dbrig.errors import ConfigError
 from dbrig.run import inputs, preflight
 from dbrig.run.commands import TrialCommands, trial_commands
 from dbrig.run.datasets import data_set_id
 from dbrig.run.plan_cells import cell_data_parent, cell_endpoint
+from dbrig.run.plan_memory import check_memory
 from dbrig.run.plan_profile import check_profiling
 from dbrig.run.preflight import Toolbox, find_binaries
 from dbrig.run.remote import cell_host
@@ -137,6 +140,7 @@ def build(
     where = out or Path(plan.scenario.out)
     image = workspace_image(plan, keep_data, where)
     check_profiling(plan)
+    check_memory(plan, psutil.virtual_memory().total)
     tools = preflight.preflight(plan, where, strict=strict)
     # A folder workload (a Lua script) is asked which commands it defines: sysbench runs.
     plan = inputs.probed_plan(plan, tools.workload, strict=strict)
