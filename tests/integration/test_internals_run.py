@@ -8,9 +8,15 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pymysql
 import pytest
 
+from dbrig.sampling import internals
+from dbrig.sampling.schedule import SampleTiming
+from dbrig.server.binary import find_server
+from dbrig.server.sandbox import Sandbox
 from tests.integration.helpers import (
+    TINY_CONFIG,
     TINY_SCENARIO,
     only_run_dir,
     read_json,
@@ -77,3 +83,58 @@ def test_internals_without_performance_schema_are_refused_before_the_run(
     assert "sampling.internals.enabled" in result.err
     assert "performance_schema: ON" in result.err
     assert not (tmp_path / "runs").exists()
+
+
+def test_an_account_without_grants_gets_one_line_per_part_and_no_empty_file(
+    tmp_path: Path,
+) -> None:
+    """A real server with performance_schema on, read by an account with no grant (as
+    an external server's may be): each part it cannot read is a line, no file is empty."""
+    sandbox = Sandbox("grants", find_server(), tmp_path / "server")
+    sandbox.initialize()
+    sandbox.start({**TINY_CONFIG, "performance_schema": "ON"})
+    try:
+        with sandbox.connect() as root, root.cursor() as cur:
+            cur.execute("CREATE USER 'bench'@'localhost'")
+
+        def connect() -> pymysql.Connection:
+            return pymysql.connect(unix_socket=str(sandbox.socket_path), user="bench")
+
+        clock = iter(range(1000)).__next__
+        timing = SampleTiming(interval=1.0, clock=lambda: float(clock()), t0=0.0, warmup_s=0)
+        sampler = internals.InternalsSampler(tmp_path, timing, connect, digests=5)
+        sampler.start()
+        sampler.stop()
+    finally:
+        sandbox.close()
+    lines = (tmp_path / internals.OUT).read_text().splitlines()
+    assert lines and all(line.startswith("internals: could not ") for line in lines), lines
+    assert any("performance_schema's wait events: (1142)" in line for line in lines), lines
+    assert any("SUPER" in line for line in lines), lines
+    for name in (internals.WAITS, internals.DIGESTS):
+        assert not (tmp_path / name).exists()
+    outcome = internals.finish(tmp_path)
+    assert outcome.metrics == {} and outcome.warnings == tuple(lines)
+
+
+def test_a_server_killed_in_the_window_gives_a_warning_not_wrong_deltas(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sysbench = {**TINY_SCENARIO["workload"]["sysbench"], "time": 4}
+    scenario = tiny_scenario(
+        workload={"sysbench": sysbench},
+        server={"config": {**TINY_CONFIG, "performance_schema": "ON"}},
+        sampling={"enabled": False, "internals": {"enabled": True}},
+        faults={"kill_server": {"signal": "KILL", "at": 1}},
+    )
+    path = write_scenario(tmp_path / "killed.yaml", scenario)
+    result = run_main(["run", str(path), "--out", str(tmp_path / "runs")], capsys)
+    assert result.code == 0, result.err
+    (folder,) = sorted((only_run_dir(tmp_path / "runs") / "trials").iterdir())
+    trial = read_json(folder / "trial.json")
+    lines = [w for w in trial["warnings"] if w.startswith("internals:")]
+    assert lines == [
+        "internals: the server restarted during the window: its counters started again, no deltas"
+    ], trial["warnings"]
+    assert not (folder / "waits.csv").exists()
+    assert "server_wait_s" not in trial["metrics"]

@@ -208,3 +208,13 @@ def test_internals_of_a_managed_server_without_performance_schema_are_refused(
     line = str(error.value)
     assert "sampling.internals.enabled: server 'default' runs with performance_schema OFF" in line
     assert "performance_schema: ON" in error.value.hint
+
+
+@pytest.mark.parametrize(
+    ("uptime", "window", "again"),
+    [(3, 5.2, True), (5, 5.2, False), (100, 5.2, False), (0, 0.5, False)],
+)
+def test_a_server_up_for_less_than_the_window_restarted_in_it(
+    uptime: float, window: float, again: bool
+) -> None:
+    assert internals.restarted(uptime, window) is again

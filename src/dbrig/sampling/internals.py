@@ -283,6 +283,8 @@ class _Reader:
 
 
 PS_HINT = "grant the account SELECT on performance_schema.*"
+PS_UPDATE_HINT = "grant the account SELECT, UPDATE on performance_schema.*"
+PROCESS_HINT = "grant the account PROCESS"
 SUPER_HINT = "the account needs SUPER (or SYSTEM VARIABLES ADMIN) for SET GLOBAL"
 PS_OFF = (
     f"{WARNING_PREFIX}performance_schema is OFF on the server: no wait events or statement "
@@ -304,7 +306,7 @@ def snapshot(reader: _Reader, ps_on: bool) -> Snapshot:
     if ps_on:
         found.waits = reader.rows(WAITS_SQL, "performance_schema's wait events", PS_HINT)
         found.digests = _digests(reader)
-    found.metrics = reader.rows(METRICS_SQL, "information_schema.INNODB_METRICS", "PROCESS")
+    found.metrics = reader.rows(METRICS_SQL, "information_schema.INNODB_METRICS", PROCESS_HINT)
     return found
 
 
@@ -328,7 +330,7 @@ class InternalsSampler:
         self._start: Snapshot | None = None
         self._conn: Any = None
         self._ps_on = False
-        self._uptime0: float | None = None
+        self._started_at = 0.0  # the clock when the first snapshot was taken
         self._thread = threading.Thread(target=self._window, name="internals sampler", daemon=True)
 
     def start(self) -> None:
@@ -344,21 +346,19 @@ class InternalsSampler:
             self._problems.append(PS_OFF)
         reader.run(ENABLE[0], "enable every InnoDB counter", SUPER_HINT)
         if self._ps_on:
-            reader.run(
-                ENABLE[1], "enable performance_schema's wait instruments", PS_HINT + " and UPDATE"
-            )
-            reader.run(NOT_ME, "leave dbrig's own connection out", PS_HINT + " and UPDATE")
-        self._uptime0 = float(state[0]["UPTIME"]) if state else None
+            reader.run(ENABLE[1], "enable performance_schema's wait instruments", PS_UPDATE_HINT)
+            reader.run(NOT_ME, "leave dbrig's own connection out", PS_UPDATE_HINT)
         self._thread.start()
 
     def _window(self) -> None:
         if self._stopping.wait(max(0.0, self._timing.t0 - self._timing.clock())):
             return  # the trial ended during its warm-up
+        self._started_at = self._timing.clock()
         self._start = snapshot(_Reader(self._conn, self._problems), self._ps_on)
 
     def stop(self) -> None:
         self._stopping.set()
-        if self._thread.is_alive() or self._thread.ident is not None:
+        if self._thread.ident is not None:  # started
             self._thread.join()
         try:
             self._write()
@@ -376,25 +376,48 @@ class InternalsSampler:
                 f"{WARNING_PREFIX}the workload ended before its warm-up did: nothing measured"
             )
             return
+        self._reconnect()
         reader = _Reader(self._conn, self._problems)
-        end = Snapshot(
-            digests=None if self._start.digests is None else _digests(reader),
-        )
-        end.waits = self._end_rows(reader, self._start.waits, WAITS_SQL, "wait events")
-        end.metrics = self._end_rows(reader, self._start.metrics, METRICS_SQL, "INNODB_METRICS")
-        status = reader.rows(STATUS_SQL, "SHOW ENGINE INNODB STATUS", "PROCESS")
         state = reader.rows(PS_ON, "the server's uptime", "")
-        if state and self._uptime0 is not None and float(state[0]["UPTIME"]) < self._uptime0:
+        if state and restarted(float(state[0]["UPTIME"]), self._timing.clock() - self._started_at):
             self._problems.append(
                 f"{WARNING_PREFIX}the server restarted during the window: its counters started "
                 "again, no deltas"
             )
             return
+        end = Snapshot(
+            digests=None if self._start.digests is None else _digests(reader),
+        )
+        end.waits = self._end_rows(reader, self._start.waits, WAITS_SQL, "wait events", PS_HINT)
+        end.metrics = self._end_rows(
+            reader, self._start.metrics, METRICS_SQL, "INNODB_METRICS", PROCESS_HINT
+        )
+        status = reader.rows(STATUS_SQL, "SHOW ENGINE INNODB STATUS", PROCESS_HINT)
         write_files(self._folder, self._start, end, status, self._top)
 
+    def _reconnect(self) -> None:
+        """A connection a fault broke is opened again (and left out of performance_schema
+        again); the uptime then tells whether the server restarted."""
+        try:
+            self._conn.ping(False)
+            return
+        except Exception:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+        with contextlib.suppress(Exception):
+            self._conn = self._connect()
+            if self._ps_on:
+                query(self._conn, NOT_ME)
+
     @staticmethod
-    def _end_rows(reader: _Reader, had: Rows | None, sql: str, what: str) -> Rows | None:
-        return None if had is None else reader.rows(sql, what, PS_HINT)
+    def _end_rows(reader: _Reader, had: Rows | None, sql: str, what: str, hint: str) -> Rows | None:
+        return None if had is None else reader.rows(sql, what, hint)
+
+
+def restarted(uptime_s: float, window_s: float) -> bool:
+    """Whether a server up for ``uptime_s`` (whole seconds) at the window's end started
+    during the window: its counters then began again, and the deltas mean nothing."""
+    return uptime_s + 1 < window_s
 
 
 def write_files(
