@@ -23,7 +23,7 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "mariadb"
 
 
 def _snapshots(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    data = json.loads((FIXTURES / f"10.11-internals-{name}.json").read_text())
+    data = json.loads((FIXTURES / "10.11" / f"internals-{name}.json").read_text())
     return data["start"], data["end"]
 
 

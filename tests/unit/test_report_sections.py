@@ -142,7 +142,7 @@ def test_internals_show_each_cells_top_waits_and_statements_per_transaction(
 ) -> None:
     """The waits and digests captured from a real MariaDB 10.11 under sysbench
     (tests/fixtures/mariadb/), written into both trials of the sweep's first cell."""
-    snapshots = json.loads((RUNS.parent / "mariadb" / "10.11-internals-text.json").read_text())
+    snapshots = json.loads((RUNS.parent / "mariadb" / "10.11" / "internals-text.json").read_text())
     start, end = (internals.Snapshot(**snapshots[k]) for k in ("start", "end"))
     run = copy_run(FINDINGS / "sweep", tmp_path)
     for trial in ("c000-r1", "c000-r2"):
