@@ -782,7 +782,7 @@ def _samplers() -> Iterator[Metric]:
         "s",
         INTERNALS,
         "performance_schema's timed waits in the measured window, summed over threads "
-        "(waits.csv; idle left out)",
+        "(waits.csv; idle and condition waits left out)",
         fmt=".3f",
     )
     yield Metric("sampler_cpu_pct", "sampler CPU", "% of one core", SAMPLERS, "both samplers")

@@ -13,6 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+# Condition waits (threads asleep until signalled, mostly background ones) are left out
+# of the tables, as of server_wait_s (sampling/internals.py, CONDITION).
+CONDITION = "wait/synch/cond/"
+
 
 @dataclass(frozen=True)
 class TrialInternals:
@@ -53,12 +57,15 @@ def _per_txn(total_ms: float, txns: float | None) -> float | None:
 
 
 def top_waits(trials: Sequence[TrialInternals], n: int = 15) -> list[WaitShare]:
-    """The ``n`` wait events with the most time over the cell's trials."""
+    """The ``n`` wait events with the most time over the cell's trials (condition waits
+    left out); ``share``: of the cell's wait time but condition waits."""
     counts: dict[str, int] = {}
     times: dict[str, float] = {}
     for trial in trials:
         for row in trial.waits:
             event = row["event"]
+            if event.startswith(CONDITION):
+                continue
             counts[event] = counts.get(event, 0) + int(row["count"])
             times[event] = times.get(event, 0.0) + float(row["wait_ms"])
     total = sum(times.values())
