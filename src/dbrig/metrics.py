@@ -37,6 +37,7 @@ HOST_SAMPLER = "host sampler"  # cpu.csv, disk.csv, memory.csv, procs.csv (docs/
 STATUS_SAMPLER = "status sampler"  # status.csv: SHOW GLOBAL STATUS
 SAMPLERS = "samplers"  # sampler.csv: the samplers' own cost
 PROFILER = "profiler"  # profile.folded: perf record of the server (docs/profiling.md)
+INTERNALS = "internals"  # waits.csv: performance_schema over the window (docs/profiling.md)
 DERIVED = "derived"  # computed from other columns after the trial (cost per unit of work)
 FAULTS = "faults"  # the fault injector's timeline and recovery (dbrig.run.faults)
 SOAK = "soak"  # a soak's trend over its interval series (dbrig.analysis.drift, docs/reliability.md)
@@ -52,6 +53,7 @@ SOURCES = frozenset(
         STATUS_SAMPLER,
         SAMPLERS,
         PROFILER,
+        INTERNALS,
         DERIVED,
         FAULTS,
         SOAK,
@@ -167,7 +169,7 @@ class Metric:
 
 # What a cost per unit of work puts per unit (the DERIVED columns ``<cost>_per_<unit>``):
 # the server's CPU (µs), its context switches, and KiB it read and wrote over the window.
-COSTS = ("server_cpu_us", "ctx_switches", "kb_read", "kb_written")
+COSTS = ("server_cpu_us", "ctx_switches", "kb_read", "kb_written", "wait_us")
 
 
 @dataclass(frozen=True)
@@ -379,6 +381,7 @@ def _derived() -> Iterator[Metric]:
         ("ctx_switches_per_txn", "context switches per txn", "", "server_ctx_switches / txn"),
         ("kb_read_per_txn", "read per txn", "KiB", "server storage reads / transactions"),
         ("kb_written_per_txn", "written per txn", "KiB", "server storage writes / transactions"),
+        ("wait_us_per_txn", "server waits per txn", "µs", "server_wait_s / transactions"),
     ):
         yield Metric(name, label, unit, d, what, direction=LOWER, compared=True)
 
@@ -779,6 +782,15 @@ def _samplers() -> Iterator[Metric]:
         PROFILER,
         "stacks perf record took of the server in the measured window (profile.folded)",
         fmt=".0f",
+    )
+    yield Metric(
+        "server_wait_s",
+        "server wait time",
+        "s",
+        INTERNALS,
+        "performance_schema's timed waits in the measured window, summed over threads "
+        "(waits.csv; idle and condition waits left out)",
+        fmt=".3f",
     )
     yield Metric("sampler_cpu_pct", "sampler CPU", "% of one core", SAMPLERS, "both samplers")
     yield Metric(

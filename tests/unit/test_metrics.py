@@ -72,6 +72,7 @@ OLD_DIRECTIONS = {
             "ctx_switches_per_txn",
             "kb_read_per_txn",
             "kb_written_per_txn",
+            "wait_us_per_txn",
         ),
         LOWER,
     ),
@@ -87,6 +88,7 @@ OLD_COMPARED = (
     "ctx_switches_per_txn",
     "kb_read_per_txn",
     "kb_written_per_txn",
+    "wait_us_per_txn",
     "avg_s",
     "queries_per_s",
 )
@@ -221,8 +223,8 @@ def test_compared_by_default_in_the_old_order() -> None:
     before_tpcc = tuple(n for n in compared() if n not in newer)
     assert before_tpcc == OLD_COMPARED[:5] + hardware + OLD_COMPARED[5:]
     assert compared(metrics.SYSBENCH) == OLD_COMPARED[:5] + hardware
-    assert compared(metrics.DERIVED) == OLD_COMPARED[5:10]
-    assert compared(metrics.MYSQLSLAP) == OLD_COMPARED[10:]
+    assert compared(metrics.DERIVED) == OLD_COMPARED[5:11]
+    assert compared(metrics.MYSQLSLAP) == OLD_COMPARED[11:]
 
 
 def test_progress_line_is_unchanged() -> None:
@@ -315,6 +317,7 @@ def test_every_derived_cost_is_known() -> None:
             "server_ctx_switches": 1000.0,
             "server_read_mb_per_s": 1.0,
             "server_write_mb_per_s": 2.0,
+            "server_wait_s": 0.5,
         },
         WORKLOAD_TOOLS["sysbench"].units_of_work,
     )

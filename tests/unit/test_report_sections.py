@@ -4,6 +4,7 @@ the header and build.SECTIONS in order."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -13,9 +14,11 @@ from dbrig.report import build, charts, faults, write_report
 from dbrig.report.data import load_run
 from dbrig.report.sections import LoadedRun, Part, timeseries
 from dbrig.report.sections import faults as faults_section
+from dbrig.report.sections import internals as internals_section
 from dbrig.report.sections import soak as soak_section
 from dbrig.report.sections import tpcc as tpcc_section
 from dbrig.report.tables import aggregate, cell_overview, headline_metrics, metric_columns
+from dbrig.sampling import internals
 from tests.helpers.files import RUNS, copy_run
 
 FINDINGS = RUNS / "findings"
@@ -143,3 +146,27 @@ def test_a_hardware_cell_draws_its_own_rate_over_time(
     chosen = timeseries._cell_columns(run_wide, [charts.Series("r1", frame)])
     assert chosen.throughput == expected
     assert "/s" in chosen.throughput_label
+
+
+def test_internals_show_each_cells_top_waits_and_statements_per_transaction(
+    tmp_path: Path,
+) -> None:
+    """The waits and digests captured from a real MariaDB 10.11 under sysbench
+    (tests/fixtures/mariadb/), written into both trials of the sweep's first cell."""
+    snapshots = json.loads((RUNS.parent / "mariadb" / "10.11" / "internals-text.json").read_text())
+    start, end = (internals.Snapshot(**snapshots[k]) for k in ("start", "end"))
+    run = copy_run(FINDINGS / "sweep", tmp_path)
+    for trial in ("c000-r1", "c000-r2"):
+        internals.write_files(run / "trials" / trial, start, end, None, 5)
+        (run / "trials" / trial / internals.OUT).write_text("")
+    (run / "trials" / "c000-r2" / internals.OUT).write_text("internals: could not read x\n")
+    data = load_run(run)
+    loaded_run = LoadedRun(data, cell_overview(data.results, data.cells), None, [], 8)  # type: ignore[arg-type]
+    page = text(internals_section.section(loaded_run))
+    assert '<section id="internals">' in page and 'id="internals-c000"' in page
+    assert 'id="internals-c001"' not in page  # no internals there
+    assert "wait/io/socket/sql/client_connection" in page and "2 trials" in page
+    assert "SELECT `c` FROM `sbtest" in page
+    assert "c000-r2: could not read x" in page
+    # A run without them has no section.
+    assert internals_section.section(loaded("sweep")) is None

@@ -92,7 +92,7 @@ def test_metric_directions() -> None:
     tpcc_directions = 18  # nopm, tpm, 10 per-type latencies, 4 consistency counts, 2 costs
     acked_writes_directions = 1  # lost_commits
     fault_directions = 7  # issue 11: downtime, recovery, restart, client out/errors, tps, InnoDB
-    expected = 21 + tpcc_directions + acked_writes_directions + fault_directions
+    expected = 22 + tpcc_directions + acked_writes_directions + fault_directions
     assert len(METRIC_DIRECTIONS) == expected
 
 

@@ -44,6 +44,8 @@ def _server_costs(metrics: Mapping[str, float], window: float) -> dict[str, floa
     totals: dict[str, float] = {}
     if "server_cpu_s" in metrics:
         totals["server_cpu_us"] = metrics["server_cpu_s"] * 1e6
+    if "server_wait_s" in metrics:
+        totals["wait_us"] = metrics["server_wait_s"] * 1e6
     if "server_ctx_switches" in metrics:
         totals["ctx_switches"] = metrics["server_ctx_switches"]
     for cost, rate in (

@@ -43,6 +43,7 @@ from dbrig.report.sections import (
     factors,
     faults,
     findings,
+    internals,
     profiles,
     results,
     scalability,
@@ -76,6 +77,7 @@ SECTIONS: tuple[ModuleType, ...] = (
     tpcc,
     soak,
     profiles,
+    internals,
     timeseries,
     appendix,
 )

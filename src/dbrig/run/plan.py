@@ -26,6 +26,7 @@ from dbrig.run.commands import TrialCommands, trial_commands
 from dbrig.run.datasets import data_set_id
 from dbrig.run.plan_cells import cell_data_parent, cell_endpoint
 from dbrig.run.plan_memory import check_memory
+from dbrig.run.plan_internals import check_internals
 from dbrig.run.plan_profile import check_profiling
 from dbrig.run.preflight import Toolbox, find_binaries
 from dbrig.run.remote import cell_host
@@ -141,6 +142,7 @@ def build(
     image = workspace_image(plan, keep_data, where)
     check_profiling(plan)
     check_memory(plan, psutil.virtual_memory().total)
+    check_internals(plan)
     tools = preflight.preflight(plan, where, strict=strict)
     # A folder workload (a Lua script) is asked which commands it defines: sysbench runs.
     plan = inputs.probed_plan(plan, tools.workload, strict=strict)

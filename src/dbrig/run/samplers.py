@@ -62,6 +62,7 @@ def trial_facts(server: Handle, sampling_block: Sampling) -> TrialFacts:
         server_status=caps.status,
         server_samples_its_host=caps.samples_its_host,
         profile_hz=sampling_block.profile.cpu.frequency,
+        internals=sampling_block.internals.enabled,
     )
 
 
@@ -137,6 +138,8 @@ def sampled(
         server_host=trial.server.host_sampler,
         profile_hz=trial.sampling.profile.cpu.frequency,
         profile_client=trial.sampling.profile.cpu.client,
+        connect=trial.server.connect,
+        digests=trial.sampling.internals.digests,
     )
     built: list[tuple[SamplerEntry, Any]] = []
     children: list[tuple[SamplerEntry, proc.Child | WindowStart]] = []

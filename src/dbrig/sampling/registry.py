@@ -26,7 +26,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Protocol
 
-from dbrig.sampling import profile
+from dbrig.sampling import internals, profile
 from dbrig.sampling.host import HostSampler
 from dbrig.sampling.schedule import SampleTiming
 from dbrig.sampling.status import StatusSampler
@@ -63,6 +63,7 @@ class TrialFacts:
     server_status: bool  # SHOW GLOBAL STATUS can be read (the handle's ``status``)
     server_samples_its_host: bool  # the handle's ``samples_its_host`` (the agent)
     profile_hz: int = 0  # sampling.profile.cpu.frequency (0: no CPU profile)
+    internals: bool = False  # sampling.internals.enabled
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ class SamplerInputs:
     server_host: Callable[[SampleTiming, list[str] | None], Any] | None  # the handle's
     profile_hz: int = 0  # sampling.profile.cpu.frequency
     profile_client: bool = False  # sampling.profile.cpu.client
+    connect: Callable[[], Any] | None = None  # a new connection to the trial's server
+    digests: int = 0  # sampling.internals.digests
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,15 @@ def _perf_script(inputs: SamplerInputs) -> list[str] | None:
 
 def _profile_outcome(inputs: SamplerInputs) -> profile.ProfileOutcome:
     return profile.finish(inputs.folder, _server_pid(inputs))
+
+
+def _internals(inputs: SamplerInputs) -> Sampler:
+    assert inputs.connect is not None, "internals need a connection to the server"
+    return internals.InternalsSampler(inputs.folder, inputs.timing, inputs.connect, inputs.digests)
+
+
+def _internals_outcome(inputs: SamplerInputs) -> profile.ProfileOutcome:
+    return internals.finish(inputs.folder)
 
 
 HOST_METRICS = (
@@ -241,6 +253,17 @@ SAMPLERS: tuple[SamplerEntry, ...] = (
         after=_perf_script,
         after_file=profile.SCRIPT,
         finish=_profile_outcome,
+    ),
+    SamplerEntry(
+        key="internals",
+        samples="the server's wait events and statement digests (performance_schema), "
+        "INNODB_METRICS and SHOW ENGINE INNODB STATUS, as deltas over the measured window",
+        files=internals.FILES,
+        metrics=("server_wait_s",),
+        where=Where.HERE,  # queries over the network from here
+        applies=lambda facts: facts.internals and facts.server_status,
+        build=_internals,
+        finish=_internals_outcome,
     ),
 )
 

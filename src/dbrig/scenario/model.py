@@ -211,6 +211,16 @@ class Profiles(_Frozen):
     cpu: CpuProfile = CpuProfile()
 
 
+class Internals(_Frozen):
+    enabled: bool = Field(
+        False,
+        description="the server's wait events, statement digests (performance_schema: "
+        "server.config.performance_schema: ON), INNODB_METRICS and SHOW ENGINE INNODB STATUS "
+        "over the measured window (docs/profiling.md)",
+    )
+    digests: int = Field(20, ge=1, le=1000, description="statements kept, by total time")
+
+
 class Sampling(_Frozen):
     enabled: bool = True
     interval: float = Field(1.0, ge=0.05, le=60, description="seconds between samples")
@@ -218,6 +228,7 @@ class Sampling(_Frozen):
         None, description="block devices to sample (default: the datadir's device)"
     )
     profile: Profiles = Profiles()
+    internals: Internals = Internals()
 
 
 class Soak(_Frozen):

@@ -1,0 +1,71 @@
+"""The Server internals section: per cell, the wait events with the most time per
+transaction and the statements with the most time, its trials merged
+(analysis/internals.py), for runs with ``sampling.internals`` (docs/profiling.md)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any
+
+from dbrig.analysis.internals import TrialInternals, top_digests, top_waits
+from dbrig.report.data import RunData
+from dbrig.report.sections import LoadedRun, Part, render
+
+WAITS, DIGESTS, OUT = "waits.csv", "digests.csv", "internals.out"  # sampling/internals.py
+WARNING_PREFIX = "internals: "
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _transactions(data: RunData, trial: str) -> float | None:
+    if "transactions" not in data.results:
+        return None
+    found = data.results.loc[data.results["trial"] == trial, "transactions"]
+    value = float(found.iloc[0]) if len(found) else math.nan
+    return None if math.isnan(value) else value
+
+
+def _notes(folders: list[Path]) -> list[str]:
+    """Each trial's internals warnings (internals.out), each text once, with its trials."""
+    by_text: dict[str, list[str]] = {}
+    for folder in folders:
+        if (out := folder / OUT).exists():
+            for line in out.read_text().splitlines():
+                by_text.setdefault(line.removeprefix(WARNING_PREFIX), []).append(folder.name)
+    return [f"{', '.join(trials)}: {text}" for text, trials in by_text.items()]
+
+
+def cell_internals(data: RunData, cell: str, label: str) -> dict[str, Any] | None:
+    folders = [data.trial_dir(t) for t in data.trials_by_cell.get(cell, [])]
+    sampled = [f for f in folders if (f / OUT).exists()]
+    if not sampled:
+        return None
+    trials = [
+        TrialInternals(_rows(f / WAITS), _rows(f / DIGESTS), _transactions(data, f.name))
+        for f in sampled
+    ]
+    return {
+        "cell": cell,
+        "label": label,
+        "trials": len(sampled),
+        "waits": top_waits(trials),
+        "digests": top_digests(trials),
+        "notes": _notes(sampled),
+    }
+
+
+def section(run: LoadedRun) -> Part | None:
+    data = run.data
+    labels = dict(zip(data.cells["cell"].astype(str), data.cells["label"], strict=True))
+    cells = [c for cell, label in labels.items() if (c := cell_internals(data, cell, str(label)))]
+    if not cells:
+        return None
+    page = render("internals.html.j2", cells=cells)
+    return Part("internals", page, links=(("internals", "Server internals"),))
