@@ -25,8 +25,8 @@ from dbrig.run import inputs, preflight
 from dbrig.run.commands import TrialCommands, trial_commands
 from dbrig.run.datasets import data_set_id
 from dbrig.run.plan_cells import cell_data_parent, cell_endpoint
-from dbrig.run.plan_memory import check_memory
 from dbrig.run.plan_internals import check_internals
+from dbrig.run.plan_memory import check_memory
 from dbrig.run.plan_profile import check_profiling
 from dbrig.run.preflight import Toolbox, find_binaries
 from dbrig.run.remote import cell_host
