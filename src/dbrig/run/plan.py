@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dbrig.errors import ConfigError
-from dbrig.run import inputs, preflight
+from dbrig.run import inputs, preflight, sequential_run
 from dbrig.run.commands import TrialCommands, trial_commands
 from dbrig.run.datasets import data_set_id
 from dbrig.run.plan_cells import cell_data_parent, cell_endpoint
@@ -137,6 +137,7 @@ def build(
     where = out or Path(plan.scenario.out)
     image = workspace_image(plan, keep_data, where)
     check_profiling(plan)
+    sequential_run.check_design(plan)
     tools = preflight.preflight(plan, where, strict=strict)
     # A folder workload (a Lua script) is asked which commands it defines: sysbench runs.
     plan = inputs.probed_plan(plan, tools.workload, strict=strict)
