@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+from scipy import special
 from scipy import stats as sps
 
 Spending = Literal["obrien-fleming", "pocock"]
@@ -119,3 +121,77 @@ def stop_reason(decided: bool, round_: int, design: Design, rule: str) -> str | 
     if round_ >= design.max:
         return STOP_MAX
     return None
+
+
+# --------------------------------------------------------------------------- simulation
+
+
+@dataclass(frozen=True)
+class SimulatedGates:
+    """What ``gates`` simulated sequential gates of one comparison said.
+
+    ``flagged``: the share that ended better or worse (a false alarm when ``shift`` is 0;
+    the power when it is not, counting only the right direction); ``mean_rounds``: the
+    repetitions per side they ran, on average; ``unchanged``: the share that ended so.
+    """
+
+    cv: float
+    shift: float
+    gates: int
+    flagged: float
+    unchanged: float
+    mean_rounds: float
+
+
+def simulate(
+    design: Design,
+    *,
+    cv: float,
+    shift: float,
+    gates: int,
+    seed: int,
+    threshold: float = 0.05,
+) -> SimulatedGates:
+    """``gates`` seeded gates of baseline N(1, cv) against candidate N(1 + shift, cv), a
+    higher-is-better metric, run through the design's looks with compare's verdict rule
+    (Welch's t, the MDE, the threshold: :func:`dbrig.analysis.stats.verdict_for`)."""
+    from dbrig.analysis.stats import mde_pct, verdict_for
+    from dbrig.metrics import Direction
+
+    rng = np.random.default_rng(seed)
+    base = rng.normal(1.0, cv, size=(gates, design.max))
+    cand = rng.normal(1.0 + shift, cv, size=(gates, design.max))
+    final = np.full(gates, "inconclusive", dtype=object)
+    rounds = np.full(gates, design.max)
+    open_ = np.ones(gates, dtype=bool)
+    for look in design.looks:
+        n = look.round
+        b, c = base[:, :n], cand[:, :n]
+        mean_b, mean_c = b.mean(axis=1), c.mean(axis=1)
+        var_b, var_c = b.var(axis=1, ddof=1), c.var(axis=1, ddof=1)
+        sq_se = (var_b + var_c) / n
+        df = sq_se**2 / ((var_b / n) ** 2 / (n - 1) + (var_c / n) ** 2 / (n - 1))
+        p = 2 * special.stdtr(df, -np.abs(mean_c - mean_b) / np.sqrt(sq_se))
+        pooled_cv = np.sqrt((var_b + var_c) / 2) / mean_b
+        factor = mde_pct(n, 1.0, look.alpha)  # the MDE is linear in the CV
+        delta = 100 * (mean_c / mean_b - 1)
+        for i in np.flatnonzero(open_):
+            verdict = verdict_for(
+                delta[i],
+                p[i],
+                factor * pooled_cv[i],
+                threshold,
+                look.alpha,
+                Direction.HIGHER_IS_BETTER,
+            )
+            if verdict in DECIDED_VERDICTS:
+                final[i], rounds[i], open_[i] = verdict, n, False
+    wanted = {"better", "worse"} if shift == 0 else {"better" if shift > 0 else "worse"}
+    return SimulatedGates(
+        cv=cv,
+        shift=shift,
+        gates=gates,
+        flagged=float(np.isin(final, list(wanted)).mean()),
+        unchanged=float((final == "unchanged").mean()),
+        mean_rounds=float(rounds.mean()),
+    )

@@ -57,10 +57,11 @@ def design_lines(spec: SequentialRepeat) -> Iterator[str]:
     """The dry run's account of the design: rounds, rule, each look's alpha."""
     design = design_of(spec)
     until = spec.until
+    what = ", ".join(until.metrics) or "headline"
     rule = (
-        f"every headline comparison of {until.decided_by} decided (better, worse or unchanged)"
+        f"every {what} comparison of {until.decided_by} decided (better, worse or unchanged)"
         if until.decided_by is not None
-        else f"every cell's headline interval within +/-{100 * (until.ci_width or 0):g} %"
+        else f"every cell's {what} interval within +/-{100 * (until.ci_width or 0):g} %"
     )
     yield (
         f"sequential: rounds {spec.min}..{spec.max}, a look after each from {spec.min}; "

@@ -472,13 +472,13 @@ class SequentialRepeat(_Frozen):
 
 
 def _repeat_kind(value: Any) -> str:
-    return "design" if isinstance(value, Mapping | SequentialRepeat) else "count"
+    return "SequentialRepeat" if isinstance(value, Mapping | SequentialRepeat) else "int"
 
 
 # One error per spelling: a mapping is read as a design, anything else as a count.
 Repeat = Annotated[
-    Annotated[Annotated[int, Field(ge=1, le=1000)], Tag("count")]
-    | Annotated[SequentialRepeat, Tag("design")],
+    Annotated[Annotated[int, Field(ge=1, le=1000)], Tag("int")]
+    | Annotated[SequentialRepeat, Tag("SequentialRepeat")],
     Discriminator(_repeat_kind),
 ]
 
