@@ -81,3 +81,39 @@ def test_a_clear_difference_stops_at_min_and_a_resume_continues_the_design(
     )
     again_ran = full_order[: 2 * again["stopped"]["round"]]
     assert sorted(p.name for p in (run / "trials").iterdir()) == sorted(again_ran)
+
+
+@pytest.mark.integration
+def test_ci_width_stops_once_every_cell_is_precise_enough(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = {
+        "name": "width",
+        "workload": {"sysbench": {"test": "cpu", "time": 2, "threads": 1, "rate": 200}},
+        "repeat": {"min": 2, "max": 5, "until": {"ci_width": "25%", "metrics": ["events_per_s"]}},
+        "seed": 3,
+    }
+    path = write_scenario(tmp_path / "width.yaml", scenario)
+    out = tmp_path / "runs"
+    done = run_main(["run", str(path), "--out", str(out), "--no-report"], capsys)
+    assert done.code == 0, done.err
+    seq = _sequential(only_run_dir(out))
+    stop = seq["stopped"]["round"]
+    assert seq["stopped"]["reason"] == "ci width reached" and stop < 5
+    last = seq["looks"][-1]
+    assert last["ci_width"] == 0.25
+    assert [c["metric"] for c in last["cells"]] == ["events_per_s"]
+    assert last["cells"][0]["n"] == stop and last["cells"][0]["half_width"] <= 0.25
+
+
+@pytest.mark.integration
+def test_a_decision_no_run_could_reach_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = {**SCENARIO, "repeat": {"max": 4, "until": {"decided_by": "threads"}}}
+    path = write_scenario(tmp_path / "bad.yaml", scenario)
+    out = tmp_path / "runs"
+    refused = run_main(["run", str(path), "--out", str(out), "--no-report"], capsys)
+    assert refused.code == 2
+    assert f"{path}: repeat.until.decided_by: factor 'threads'" in refused.err
+    assert not out.exists() or not any(out.iterdir())

@@ -21,6 +21,7 @@ from dbrig.analysis import sequential
 from dbrig.analysis.cells import cell_values, headline_metrics
 from dbrig.analysis.compare import RunInput, compare_groups, resolve_factor
 from dbrig.errors import ConfigError
+from dbrig.metrics import metric
 from dbrig.scenario import Plan, Trial
 from dbrig.scenario.model import SequentialRepeat
 
@@ -37,18 +38,26 @@ def check_design(plan: Plan) -> None:
     if spec is None:
         return
     if plan.shard is not None:
-        raise ConfigError("--shard: a run with repeat.until looks at every cell; run it whole")
+        raise ConfigError(
+            f"--shard: {plan.source} has repeat.until, which looks at every cell; run it whole"
+        )
+    unknown = [m for m in spec.until.metrics if metric(m) is None]
+    if unknown:
+        raise ConfigError(
+            f"{plan.source}: repeat.until.metrics: {', '.join(unknown)}: not a metric dbrig records "
+            "(names as in results.csv: tps, latency_pct_ms, events_per_s, ...)"
+        )
     if spec.until.decided_by is None:
         return
     name = spec.until.decided_by
     try:
         factor = resolve_factor(name, plan.factor_names, plan.short_names())
     except ConfigError as exc:
-        raise ConfigError(f"repeat.until.decided_by: {exc}") from None
+        raise ConfigError(f"{plan.source}: repeat.until.decided_by: {exc}") from None
     values = {str(c.factor_dict.get(factor)) for c in plan.cells}
     if len(values) != 2:
         raise ConfigError(
-            f"repeat.until.decided_by: '{name}' has {len(values)} values; "
+            f"{plan.source}: repeat.until.decided_by: '{name}' has {len(values)} values; "
             "a decision compares exactly two"
         )
 
@@ -135,7 +144,10 @@ class Looks:
             cells = _intervals(run, metrics)
             look["cells"] = cells
             look["ci_width"] = limit
-            decided = sequential.narrow_enough([c["half_width"] for c in cells], limit)
+            widths = [c["half_width"] for c in cells]
+            if len({c["cell"] for c in cells}) < len(self.plan.cells):
+                widths.append(None)  # a cell with no successful value yet
+            decided = sequential.narrow_enough(widths, limit)
         look["decided"] = decided
         look["stop"] = sequential.stop_reason(decided, round_, self.design, self.spec.until.rule)
         return look
@@ -182,7 +194,10 @@ def _ok_per_cell(ok: Any, plan: Plan) -> dict[str, int]:
 def _comparisons(
     run: RunInput, by: str, metrics: tuple[str, ...], alpha: float
 ) -> list[dict[str, Any]]:
-    report = compare_groups(run, by, metrics=metrics, alpha=alpha)
+    try:
+        report = compare_groups(run, by, metrics=metrics, alpha=alpha)
+    except ConfigError as exc:  # nothing to compare yet (a group's trials all failed)
+        return [{"verdict": "insufficient data", "note": str(exc)}]
     return [
         {
             "cell": row.label,
