@@ -44,7 +44,8 @@ def check_design(plan: Plan) -> None:
     unknown = [m for m in spec.until.metrics if metric(m) is None]
     if unknown:
         raise ConfigError(
-            f"{plan.source}: repeat.until.metrics: {', '.join(unknown)}: not a metric dbrig records "
+            f"{plan.source}: repeat.until.metrics: {', '.join(unknown)}: "
+            "not a metric dbrig records "
             "(names as in results.csv: tps, latency_pct_ms, events_per_s, ...)"
         )
     if spec.until.decided_by is None:
