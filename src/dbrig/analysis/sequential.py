@@ -35,6 +35,9 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
+from dbrig.analysis.stats import mde_pct, verdict_for
+from dbrig.metrics import Direction
+
 Spending = Literal["obrien-fleming", "pocock"]
 SPENDING_FUNCTIONS: tuple[str, ...] = ("obrien-fleming", "pocock")
 DECIDED_VERDICTS = frozenset({"better", "worse", "unchanged", "changed"})
@@ -155,9 +158,6 @@ def simulate(
     """``gates`` seeded gates of baseline N(1, cv) against candidate N(1 + shift, cv), a
     higher-is-better metric, run through the design's looks with compare's verdict rule
     (Welch's t, the MDE, the threshold: :func:`dbrig.analysis.stats.verdict_for`)."""
-    from dbrig.analysis.stats import mde_pct, verdict_for
-    from dbrig.metrics import Direction
-
     rng = np.random.default_rng(seed)
     base = rng.normal(1.0, cv, size=(gates, design.max))
     cand = rng.normal(1.0 + shift, cv, size=(gates, design.max))

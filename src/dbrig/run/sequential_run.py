@@ -129,7 +129,7 @@ class Looks:
 
     def _look(self, round_: int, results: Mapping[str, store.TrialResult]) -> dict[str, Any]:
         saved = self.run.saved()
-        frame = store.results_frame(results.values())
+        frame = store.results_frame(r for r in results.values() if r.repetition <= round_)
         run = RunInput(self.run.path.name, saved.to_json(), frame)
         metrics = tuple(self.spec.until.metrics) or headline_metrics(run)
         ok = frame[frame["status"] == "ok"]
