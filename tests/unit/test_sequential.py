@@ -122,3 +122,14 @@ def test_without_spending_the_same_looks_raise_false_alarms() -> None:
     Naive.looks = looks  # type: ignore[attr-defined]
     found = simulate(Naive(), cv=0.10, shift=0.0, gates=2000, seed=25)  # type: ignore[arg-type]
     assert found.flagged > 0.10
+
+
+def test_the_report_names_the_design_and_where_it_stopped() -> None:
+    from dbrig.report.sections.environment import _repetitions
+
+    assert _repetitions(5, None) == "5"
+    planned = {"min": 3, "max": 40, "until": {"decided_by": "server", "ci_width": None}}
+    stopped = {"stopped": {"round": 4, "reason": "decided"}}
+    assert _repetitions(planned, stopped) == (
+        "3 to 40 (until decided_by server), stopped after round 4: decided"
+    )
