@@ -318,7 +318,8 @@ def _few_repetitions(run: CheckedRun) -> list[RunWarning]:
     few = done[done["ok"] < MIN_REPETITIONS]
     if few.empty:
         return []
-    repeat = int(run.data.scenario.get("repeat") or 0)
+    planned = run.data.scenario.get("repeat")  # a count, or a sequential design's mapping
+    repeat = int(planned.get("min") or 0) if isinstance(planned, dict) else int(planned or 0)
     tail = f" (fewer than {MIN_REPETITIONS}: the spread is barely known)"
     if 0 < repeat < MIN_REPETITIONS:
         message = (

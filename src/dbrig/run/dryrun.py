@@ -12,7 +12,7 @@ from pathlib import Path
 from dbrig import proc
 from dbrig.endpoint import Endpoint
 from dbrig.remote.server import AGENT_MODULE, BENCHMARK_USER, REMOTE_HOME_ROOT, server_address
-from dbrig.run import faults
+from dbrig.run import faults, sequential_run
 from dbrig.run.commands import InterferenceCommand
 from dbrig.run.datasets import data_set_id, prepare_steps, prepared_before_every_trial
 from dbrig.run.plan import RunPlan, unchecked
@@ -63,7 +63,7 @@ def describe(resolved: Plan | RunPlan, cache: CacheView | None = None) -> Iterat
         resolved = unchecked(resolved)
     plan, trials = resolved.plan, resolved.trials
     yield (
-        f"scenario {plan.scenario.name}: {len(plan.cells)} cells x {plan.scenario.repeat} "
+        f"scenario {plan.scenario.name}: {len(plan.cells)} cells x {plan.scenario.rounds} "
         f"repetitions = {len(plan.trials)} trials, order {plan.scenario.order} (seed {plan.seed}: "
         f"dbrig run --seed {plan.seed} keeps this order)"
     )
@@ -73,6 +73,8 @@ def describe(resolved: Plan | RunPlan, cache: CacheView | None = None) -> Iterat
             f"{len(plan.shard.all_cells)} (whole cells; the unsharded order without the "
             "other shards' trials)"
         )
+    if plan.scenario.sequential is not None:
+        yield from sequential_run.design_lines(plan.scenario.sequential)
     if resolved.resumed:
         yield (
             f"resumed: {len(trials)} of {len(plan.trials)} trials left to run (the others "

@@ -135,8 +135,16 @@ def _duration(seconds: float) -> str:
 
 def describe(plan: Plan, out: Path, trials: Sequence[Trial] | None = None) -> list[str]:
     """The dry run's estimate lines, for ``trials`` (a resumed run's: what is left)."""
-    found = estimate(plan, read_history(out, plan.scenario.name), trials)
-    return [
+    history = read_history(out, plan.scenario.name)
+    found = estimate(plan, history, trials)
+    lines = [
         f"estimated wall time: at least {_duration(found.total_s)}",
         *(f"  {line}" for line in found.lines),
     ]
+    design = plan.scenario.sequential
+    if design is not None:
+        chosen = plan.trials if trials is None else trials
+        best = estimate(plan, history, [t for t in chosen if t.repetition <= design.min])
+        lines[0] += f" if it runs to max ({design.max} rounds: the worst case)"
+        lines.insert(1, f"  at least {_duration(best.total_s)} if it stops at min ({design.min})")
+    return lines

@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 
 from dbrig.errors import ConfigError
-from dbrig.run import inputs, preflight
+from dbrig.run import inputs, preflight, sequential_run
 from dbrig.run.commands import TrialCommands, trial_commands
 from dbrig.run.datasets import data_set_id
 from dbrig.run.plan_cells import cell_data_parent, cell_endpoint
@@ -143,6 +143,7 @@ def build(
     check_profiling(plan)
     check_memory(plan, psutil.virtual_memory().total)
     check_internals(plan)
+    sequential_run.check_design(plan)
     tools = preflight.preflight(plan, where, strict=strict)
     # A folder workload (a Lua script) is asked which commands it defines: sysbench runs.
     plan = inputs.probed_plan(plan, tools.workload, strict=strict)

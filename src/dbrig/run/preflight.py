@@ -352,7 +352,7 @@ def series_bytes(plan: Plan, cpu_count: int) -> int:
             row = SAMPLE_BYTES + CORE_SAMPLE_BYTES * cpu_count + ROLE_SAMPLE_BYTES * roles
             row += 90 * (devices - 1)
             per_s += row / scenario.sampling.interval
-        total += seconds * per_s * scenario.repeat
+        total += seconds * per_s * scenario.rounds
     return int(total)
 
 

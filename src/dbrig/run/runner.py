@@ -31,7 +31,7 @@ from dbrig.host import settings as host_settings
 from dbrig.metrics import progress_line
 from dbrig.remote.server import RemoteServerHandle, agent_target
 from dbrig.remote.ssh import SshHost
-from dbrig.run import inputs
+from dbrig.run import inputs, sequential_run
 from dbrig.run.commands import DEFAULT_EVENTS_TIMEOUT_S
 from dbrig.run.datasets import NO_SERVER, AnyHandle
 from dbrig.run.plan import RunPlan
@@ -146,6 +146,7 @@ class Runner:
         progress = Progress(len(trials), self.emit, live_line=self.live_line)
         ok = failed = 0
         ended = "complete"
+        looks = sequential_run.Looks(self.plan, self.run) if self.plan.scenario.sequential else None
         try:
             self.results = store.ResultsLog.open(self.run)
             for trial in trials:
@@ -155,6 +156,9 @@ class Runner:
                 progress.finished(trial, record.status, self._detail(record))
                 ok += record.status == "ok"
                 failed += record.status != "ok"
+                if looks is not None and (why := looks.after(trial, self.results.results)):
+                    self.emit(f"dbrig: stopped after round {trial.repetition}: {why}")
+                    break
         except KeyboardInterrupt as stopped:
             ended = "interrupted"
             log.info("stopping: %s", interrupt_cause(stopped))
@@ -319,8 +323,11 @@ def pending_trials(plan: Plan, run: store.RunDir, *, retry_failed: bool) -> list
     results = run.trials()
     order = run.saved().trials or [t.id for t in plan.trials]
     by_id = {t.id: t for t in plan.trials}
+    last = sequential_run.stopped_round(run)  # a sequential run that stopped: no more rounds
     pending = []
     for trial_id in order:
+        if last is not None and by_id[trial_id].repetition > last:
+            continue
         result = results.get(trial_id)
         if result is None or (retry_failed and not result.ok):
             pending.append(by_id[trial_id])

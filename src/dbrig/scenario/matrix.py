@@ -111,7 +111,7 @@ class Plan:
     def trials(self) -> list[Trial]:
         """The seeded order; a shard keeps the whole plan's order, minus other shards' cells."""
         everything = self.shard.all_cells if self.shard else self.cells
-        order = order_trials(everything, self.scenario.repeat, self.scenario.order, self.seed)
+        order = order_trials(everything, self.scenario.rounds, self.scenario.order, self.seed)
         if self.shard is None:
             return order
         mine = {c.id for c in self.cells}

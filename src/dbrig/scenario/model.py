@@ -13,7 +13,9 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationInfo,
     create_model,
     field_validator,
@@ -428,6 +430,70 @@ def _check_faults(faults: Faults, data: Mapping[str, Any]) -> None:
         raise ValueError(f"{tool.title} cannot be started again after a fault ends its run")
 
 
+class Until(_Frozen):
+    """What a sequential run waits for: one ``decided_by`` factor or a ``ci_width``."""
+
+    decided_by: str | None = Field(
+        None, description="a factor (as for compare --by) whose comparisons must be decided"
+    )
+    ci_width: float | None = Field(
+        None, description="every cell's headline interval half width, relative (5% or 0.05)"
+    )
+    metrics: list[str] = Field(
+        default_factory=list, description="the metrics looked at; default: the headline ones"
+    )
+
+    @field_validator("ci_width", mode="before")
+    @classmethod
+    def _percent(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().endswith("%"):
+            try:
+                return float(value.strip()[:-1]) / 100
+            except ValueError:
+                raise ValueError(f"expected a width such as 5%, got {value!r}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> Until:
+        if (self.decided_by is None) == (self.ci_width is None):
+            raise ValueError("give one of decided_by (a factor) or ci_width (such as 5%)")
+        if self.ci_width is not None and not 0 < self.ci_width < 1:
+            raise ValueError(f"ci_width must be between 0 % and 100 %, got {self.ci_width:g}")
+        return self
+
+    @property
+    def rule(self) -> str:
+        return "decided_by" if self.decided_by is not None else "ci_width"
+
+
+class SequentialRepeat(_Frozen):
+    """Rounds of every cell from ``min`` to ``max``, stopping after a look that decides."""
+
+    min: int = Field(3, ge=2, le=1000)
+    max: int = Field(ge=2, le=1000)
+    until: Until
+    spending: Literal["obrien-fleming", "pocock"] = "obrien-fleming"
+    alpha: float = Field(0.05, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SequentialRepeat:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is more than max ({self.max})")
+        return self
+
+
+def _repeat_kind(value: Any) -> str:
+    return "SequentialRepeat" if isinstance(value, Mapping | SequentialRepeat) else "int"
+
+
+# One error per spelling: a mapping is read as a design, anything else as a count.
+Repeat = Annotated[
+    Annotated[Annotated[int, Field(ge=1, le=1000)], Tag("int")]
+    | Annotated[SequentialRepeat, Tag("SequentialRepeat")],
+    Discriminator(_repeat_kind),
+]
+
+
 class Scenario(_Frozen):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
@@ -443,12 +509,29 @@ class Scenario(_Frozen):
     workspace: WorkspaceSpec = WorkspaceSpec()
     soak: Soak | None = None
     matrix: dict[str, list[Any]] | list[dict[str, list[Any]]] = Field(default_factory=dict)
-    repeat: int = Field(1, ge=1, le=1000)
+    repeat: Repeat = 1
     warmup: int = Field(0, ge=0, description="seconds of load run and discarded before measuring")
     order: Literal["shuffled", "sequential"] = "shuffled"
     seed: int | None = None
     out: str = "runs"
     faults: Faults = Faults()
+
+    @property
+    def rounds(self) -> int:
+        """Repetitions planned per cell: ``repeat``, or a sequential design's ``max``."""
+        return self.repeat if isinstance(self.repeat, int) else self.repeat.max
+
+    @property
+    def sequential(self) -> SequentialRepeat | None:
+        return None if isinstance(self.repeat, int) else self.repeat
+
+    @model_validator(mode="after")
+    def _sequential_is_interleaved(self) -> Scenario:
+        if self.sequential is not None and self.order == "sequential":
+            raise ValueError(
+                "repeat.until needs rounds of every cell: use order: shuffled, not sequential"
+            )
+        return self
 
     @field_validator("faults")
     @classmethod

@@ -58,7 +58,7 @@ def cell_weight(cell: Cell, repeat: int) -> float | None:
 def split_cells(plan: Plan, count: int) -> list[tuple[str, ...]]:
     """The cell ids of each of ``count`` shards (index 0 is shard 1), balanced by weight."""
     groups = server_groups(plan.cells)
-    repeat = plan.scenario.repeat
+    repeat = plan.scenario.rounds
     cell_weights = [cell_weight(c, repeat) for c in plan.cells]
     known = all(w is not None for w in cell_weights)
     by_id = {

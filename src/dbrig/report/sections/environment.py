@@ -54,7 +54,8 @@ def _scenario_facts(data: RunData) -> list[tuple[str, str]]:
     facts.append(
         (
             "Repetitions",
-            f"{s.get('repeat', '?')} per cell, order {s.get('order', '?')}, seed "
+            f"{_repetitions(s.get('repeat', '?'), data.saved.extra.get('sequential'))} per cell, "
+            f"order {s.get('order', '?')}, seed "
             f"{data.saved.seed if data.saved.seed is not None else s.get('seed', '?')}",
         )
     )
@@ -314,3 +315,16 @@ def _size_text(size: float) -> str:
     if size >= 2**30:
         return f"{size / 2**30:g} GiB"
     return f"{size / 2**20:g} MiB"
+
+
+def _repetitions(planned: Any, sequential: Any) -> str:
+    """``repeat`` as planned: a count, or a sequential design and where it stopped."""
+    if not isinstance(planned, dict):
+        return str(planned)
+    until = planned.get("until") or {}
+    rule = ", ".join(f"{k} {v}" for k, v in until.items() if v not in (None, [], ""))
+    text = f"{planned.get('min')} to {planned.get('max')} (until {rule})"
+    stopped = (sequential or {}).get("stopped") if isinstance(sequential, dict) else None
+    if stopped:
+        text += f", stopped after round {stopped.get('round')}: {stopped.get('reason')}"
+    return text

@@ -1,0 +1,197 @@
+"""Repetitions that stop when the answer is known: a group-sequential design. Pure.
+
+A run with ``repeat: {min, max, until}`` does rounds of all cells and, after each
+round from ``min`` on, looks at what it has. Looking after every round and
+stopping at the first p < alpha would raise the false-alarm rate far above
+alpha (with 20 looks, to about 25 %). So each look gets its own share of alpha,
+given by an alpha-spending function (Lan and DeMets) of the information fraction
+``t = round / max``:
+
+* O'Brien-Fleming type: ``alpha(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t))``: almost
+  nothing early, nearly all of alpha left for the last look;
+* Pocock type: ``alpha(t) = alpha ln(1 + (e - 1) t)``: spent evenly.
+
+The nominal alpha of look k is the increment ``alpha(t_k) - alpha(t_{k-1})``
+(the first look takes ``alpha(t_min)``). By the union bound the chance that any
+look raises a false better/worse is at most the sum of the increments, which is
+``alpha(1) = alpha``, whatever the correlation between looks and with Welch's t
+test at small n, where the exact boundaries (computed for a normal statistic with
+known variance) do not hold. That is conservative; the seeded simulation
+(``benchmarks/sequential_design.py``) measures how much.
+
+"Unchanged" is a decision too: compare's own rule (not significant, MDE at the
+look's alpha within the threshold, observed change within it), which cannot raise a
+false alarm; it only ends an A/A run early.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy import special
+from scipy import stats as sps
+
+from dbrig.analysis.stats import mde_pct, verdict_for
+from dbrig.metrics import Direction
+
+Spending = Literal["obrien-fleming", "pocock"]
+SPENDING_FUNCTIONS: tuple[str, ...] = ("obrien-fleming", "pocock")
+DECIDED_VERDICTS = frozenset({"better", "worse", "unchanged", "changed"})
+
+STOP_DECIDED = "decided"
+STOP_CI_WIDTH = "ci width reached"
+STOP_MAX = "max reached"
+
+
+def spent(t: float, alpha: float, kind: Spending = "obrien-fleming") -> float:
+    """The alpha spent by information fraction ``t`` (0 < t <= 1)."""
+    if not 0 < t <= 1:
+        raise ValueError(f"information fraction must be in (0, 1], got {t}")
+    if kind == "pocock":
+        return alpha * math.log(1 + (math.e - 1) * t)
+    z = float(sps.norm.ppf(1 - alpha / 2))
+    return float(2 - 2 * sps.norm.cdf(z / math.sqrt(t)))
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look's plan: after round ``round``, test at ``alpha`` (the spent increment)."""
+
+    round: int
+    fraction: float
+    alpha: float
+
+
+@dataclass(frozen=True)
+class Design:
+    """Rounds ``min``..``max``, a look after each, alpha spent by ``spending``."""
+
+    min: int
+    max: int
+    alpha: float = 0.05
+    spending: Spending = "obrien-fleming"
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.min <= self.max:
+            raise ValueError(f"need 2 <= min <= max, got min {self.min}, max {self.max}")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+
+    @property
+    def looks(self) -> tuple[Look, ...]:
+        looks, before = [], 0.0
+        for round_ in range(self.min, self.max + 1):
+            fraction = round_ / self.max
+            total = spent(fraction, self.alpha, self.spending)
+            looks.append(Look(round_, fraction, max(total - before, 0.0)))
+            before = total
+        return tuple(looks)
+
+    def look(self, round_: int) -> Look:
+        """The look after ``round_``; ValueError outside min..max."""
+        if not self.min <= round_ <= self.max:
+            raise ValueError(f"round {round_} is not a look (looks at {self.min}..{self.max})")
+        return self.looks[round_ - self.min]
+
+
+def all_decided(verdicts: Sequence[str]) -> bool:
+    """Every comparison better, worse, unchanged (or changed, with no good direction)."""
+    return bool(verdicts) and all(v in DECIDED_VERDICTS for v in verdicts)
+
+
+def relative_half_width(mean: float | None, low: float | None, high: float | None) -> float | None:
+    """The interval's half width over the mean (None where it cannot be said)."""
+    if mean is None or low is None or high is None or mean == 0:
+        return None
+    if not all(math.isfinite(x) for x in (mean, low, high)):
+        return None
+    return (high - low) / 2 / abs(mean)
+
+
+def narrow_enough(widths: Sequence[float | None], limit: float) -> bool:
+    """Every cell's relative half width known and at most ``limit``."""
+    return bool(widths) and all(w is not None and w <= limit for w in widths)
+
+
+def stop_reason(decided: bool, round_: int, design: Design, rule: str) -> str | None:
+    """Why the run stops after this look, or None to go on."""
+    if decided:
+        return STOP_CI_WIDTH if rule == "ci_width" else STOP_DECIDED
+    if round_ >= design.max:
+        return STOP_MAX
+    return None
+
+
+# --------------------------------------------------------------------------- simulation
+
+
+@dataclass(frozen=True)
+class SimulatedGates:
+    """What ``gates`` simulated sequential gates of one comparison said.
+
+    ``flagged``: the share that ended better or worse (a false alarm when ``shift`` is 0;
+    the power when it is not, counting only the right direction); ``mean_rounds``: the
+    repetitions per side they ran, on average; ``unchanged``: the share that ended so.
+    """
+
+    cv: float
+    shift: float
+    gates: int
+    flagged: float
+    unchanged: float
+    mean_rounds: float
+
+
+def simulate(
+    design: Design,
+    *,
+    cv: float,
+    shift: float,
+    gates: int,
+    seed: int,
+    threshold: float = 0.05,
+) -> SimulatedGates:
+    """``gates`` seeded gates of baseline N(1, cv) against candidate N(1 + shift, cv), a
+    higher-is-better metric, run through the design's looks with compare's verdict rule
+    (Welch's t, the MDE, the threshold: :func:`dbrig.analysis.stats.verdict_for`)."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(1.0, cv, size=(gates, design.max))
+    cand = rng.normal(1.0 + shift, cv, size=(gates, design.max))
+    final = np.full(gates, "inconclusive", dtype=object)
+    rounds = np.full(gates, design.max)
+    open_ = np.ones(gates, dtype=bool)
+    for look in design.looks:
+        n = look.round
+        b, c = base[:, :n], cand[:, :n]
+        mean_b, mean_c = b.mean(axis=1), c.mean(axis=1)
+        var_b, var_c = b.var(axis=1, ddof=1), c.var(axis=1, ddof=1)
+        sq_se = (var_b + var_c) / n
+        df = sq_se**2 / ((var_b / n) ** 2 / (n - 1) + (var_c / n) ** 2 / (n - 1))
+        p = 2 * special.stdtr(df, -np.abs(mean_c - mean_b) / np.sqrt(sq_se))
+        pooled_cv = np.sqrt((var_b + var_c) / 2) / mean_b
+        factor = mde_pct(n, 1.0, look.alpha)  # the MDE is linear in the CV
+        delta = 100 * (mean_c / mean_b - 1)
+        for i in np.flatnonzero(open_):
+            verdict = verdict_for(
+                delta[i],
+                p[i],
+                factor * pooled_cv[i],
+                threshold,
+                look.alpha,
+                Direction.HIGHER_IS_BETTER,
+            )
+            if verdict in DECIDED_VERDICTS:
+                final[i], rounds[i], open_[i] = verdict, n, False
+    wanted = {"better", "worse"} if shift == 0 else {"better" if shift > 0 else "worse"}
+    return SimulatedGates(
+        cv=cv,
+        shift=shift,
+        gates=gates,
+        flagged=float(np.isin(final, list(wanted)).mean()),
+        unchanged=float((final == "unchanged").mean()),
+        mean_rounds=float(rounds.mean()),
+    )

@@ -1,0 +1,135 @@
+"""The group-sequential design (analysis/sequential.py) and the repeat: key's forms."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from pydantic import ValidationError
+
+from dbrig.analysis import sequential
+from dbrig.analysis.sequential import Design, simulate
+from dbrig.scenario.model import Scenario, SequentialRepeat
+
+WORKLOAD = {"sysbench": {"test": "oltp_read_only"}}
+
+
+@pytest.mark.parametrize("kind", ["obrien-fleming", "pocock"])
+def test_the_spending_function_spends_all_of_alpha_by_the_end_and_grows(kind: str) -> None:
+    values = [sequential.spent(t / 10, 0.05, kind) for t in range(1, 11)]  # type: ignore[arg-type]
+    assert values == sorted(values)
+    assert values[-1] == pytest.approx(0.05)
+
+
+def test_obrien_fleming_spends_almost_nothing_early() -> None:
+    assert sequential.spent(0.25, 0.05) < 0.0001
+    assert sequential.spent(0.25, 0.05, "pocock") > 0.01
+
+
+@pytest.mark.parametrize("kind", ["obrien-fleming", "pocock"])
+def test_the_looks_alphas_add_up_to_alpha_so_the_union_bound_holds(kind: str) -> None:
+    design = Design(3, 20, spending=kind)  # type: ignore[arg-type]
+    looks = design.looks
+    assert [look.round for look in looks] == list(range(3, 21))
+    assert math.fsum(look.alpha for look in looks) == pytest.approx(0.05)
+    assert all(0 < look.alpha < 0.05 for look in looks)
+    assert design.look(20).fraction == 1.0
+
+
+def test_a_design_refuses_rounds_it_cannot_test() -> None:
+    with pytest.raises(ValueError, match="min <= max"):
+        Design(5, 4)
+    with pytest.raises(ValueError, match="min <= max"):
+        Design(1, 4)
+    with pytest.raises(ValueError, match="not a look"):
+        Design(3, 5).look(2)
+
+
+def test_decided_means_every_comparison_has_a_verdict() -> None:
+    assert sequential.all_decided(["better", "unchanged", "worse"])
+    assert not sequential.all_decided(["better", "inconclusive"])
+    assert not sequential.all_decided(["failed"])
+    assert not sequential.all_decided([])
+
+
+def test_an_interval_is_narrow_enough_only_when_every_cell_is() -> None:
+    assert sequential.relative_half_width(100, 98, 102) == pytest.approx(0.02)
+    assert sequential.relative_half_width(100, None, 102) is None
+    assert sequential.narrow_enough([0.02, 0.03], 0.05)
+    assert not sequential.narrow_enough([0.02, None], 0.05)
+    assert not sequential.narrow_enough([0.02, 0.06], 0.05)
+
+
+def test_the_reason_a_run_stops() -> None:
+    design = Design(3, 6)
+    assert sequential.stop_reason(True, 3, design, "decided_by") == "decided"
+    assert sequential.stop_reason(True, 4, design, "ci_width") == "ci width reached"
+    assert sequential.stop_reason(False, 6, design, "decided_by") == "max reached"
+    assert sequential.stop_reason(False, 5, design, "decided_by") is None
+
+
+def test_repeat_takes_a_count_or_a_design() -> None:
+    plain = Scenario(name="a", workload=WORKLOAD, repeat=5)
+    assert plain.rounds == 5 and plain.sequential is None
+    designed = Scenario(
+        name="a", workload=WORKLOAD, repeat={"min": 3, "max": 9, "until": {"ci_width": "5%"}}
+    )
+    assert designed.rounds == 9
+    assert isinstance(designed.sequential, SequentialRepeat)
+    assert designed.sequential.until.ci_width == pytest.approx(0.05)
+    assert designed.sequential.until.rule == "ci_width"
+
+
+@pytest.mark.parametrize(
+    ("repeat", "order", "message"),
+    [
+        ({"min": 4, "max": 3, "until": {"decided_by": "server"}}, "shuffled", "min"),
+        ({"max": 5, "until": {}}, "shuffled", "give one of"),
+        ({"max": 5, "until": {"decided_by": "x", "ci_width": 0.1}}, "shuffled", "give one"),
+        ({"max": 5, "until": {"ci_width": "150%"}}, "shuffled", "between"),
+        ({"max": 5, "until": {"decided_by": "server"}}, "sequential", "order: shuffled"),
+    ],
+)
+def test_a_design_that_cannot_work_is_refused(repeat: dict, order: str, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        Scenario(name="a", workload=WORKLOAD, repeat=repeat, order=order)
+
+
+# The seeded simulation of issue 25 item 5: 2000 gates per case, CVs measured here.
+RECOMMENDED = Design(3, 40)
+
+
+@pytest.mark.parametrize("cv", [0.03, 0.10])
+def test_no_true_change_raises_a_false_alarm_in_at_most_5_percent(cv: float) -> None:
+    found = simulate(RECOMMENDED, cv=cv, shift=0.0, gates=2000, seed=25)
+    assert found.flagged <= 0.05
+
+
+@pytest.mark.parametrize("cv", [0.03, 0.10])
+def test_a_10_percent_slowdown_is_caught_in_at_least_90_percent(cv: float) -> None:
+    found = simulate(RECOMMENDED, cv=cv, shift=-0.10, gates=2000, seed=25)
+    assert found.flagged >= 0.90
+    assert found.mean_rounds < RECOMMENDED.max  # it stops early on average
+
+
+def test_without_spending_the_same_looks_raise_false_alarms() -> None:
+    naive = Design(3, 20, alpha=0.05)
+    looks = tuple(sequential.Look(k.round, k.fraction, 0.05) for k in naive.looks)
+
+    class Naive:
+        max = 20
+
+    Naive.looks = looks  # type: ignore[attr-defined]
+    found = simulate(Naive(), cv=0.10, shift=0.0, gates=2000, seed=25)  # type: ignore[arg-type]
+    assert found.flagged > 0.10
+
+
+def test_the_report_names_the_design_and_where_it_stopped() -> None:
+    from dbrig.report.sections.environment import _repetitions
+
+    assert _repetitions(5, None) == "5"
+    planned = {"min": 3, "max": 40, "until": {"decided_by": "server", "ci_width": None}}
+    stopped = {"stopped": {"round": 4, "reason": "decided"}}
+    assert _repetitions(planned, stopped) == (
+        "3 to 40 (until decided_by server), stopped after round 4: decided"
+    )
