@@ -92,8 +92,11 @@ def test_a_profile_that_falls_short_is_a_warning_and_the_trial_goes_on(
             pid = sleeper.pid
         trial = samplers.SampledTrial(
             tmp_path,
-            # A managed server's capabilities are all the profile's selection reads.
-            SimpleNamespace(capabilities=ManagedServerHandle.capabilities, host_sampler=None),  # type: ignore[arg-type]
+            # A managed server's capabilities are all the profile's selection reads (the
+            # internals sampler's connection is not made: it is not selected).
+            SimpleNamespace(  # type: ignore[arg-type]
+                capabilities=ManagedServerHandle.capabilities, host_sampler=None, connect=None
+            ),
             Sampling(enabled=False, profile={"cpu": {"frequency": 99}}),
             warmup=0,
             clock=time.monotonic,
