@@ -61,6 +61,19 @@ def _cmdline(process: psutil.Process) -> str:
     return ""
 
 
+def _agents_of(remote_home: Path) -> list[int]:
+    """The agents holding their lock in ``remote_home``: this run's, not those of a remote
+    test running beside it on the other worker."""
+    found = []
+    for p in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if AGENT_MODULE in _cmdline(p) and any(
+                str(remote_home) in f.path for f in p.open_files()
+            ):
+                found.append(p.pid)
+    return found
+
+
 def _remote_servers(home: Path) -> list[int]:
     return [
         p.pid
@@ -186,8 +199,8 @@ def test_a_managed_server_on_db1_runs_there_and_a_lost_connection_fails_one_tria
     assert not remote_home.exists(), "the server's folder on db1 is removed"
     assert root_existed or not root_there.exists(), "~/.dbrig there goes when empty"
     assert not sshd.wait_sessions_gone(), "no process outlives the run on db1"
-    assert _remote_servers(Path.home() / REMOTE_HOME_ROOT) == []
-    assert not [p for p in psutil.process_iter() if AGENT_MODULE in _cmdline(p)]
+    assert _remote_servers(remote_home) == []
+    assert _agents_of(remote_home) == []
     assert not list(short_tmp.glob("dbrig-ssh-*")), "the control folders are removed"
 
 
@@ -201,14 +214,14 @@ def test_sigkill_of_dbrig_stops_the_server_and_the_agent_on_db1(
     left_here = sigkill_dbrig_mid_trial(["run", path, "--out", tmp_path / "runs"], tmp_path)
     assert left_here == []
 
+    run = only_run_dir(tmp_path / "runs")
+    remote_home = Path.home() / REMOTE_HOME_ROOT / f"{run.name}-default"
+
     def still_on_db1() -> list[int]:
-        agents = [p.pid for p in psutil.process_iter() if AGENT_MODULE in _cmdline(p)]
-        return agents + _remote_servers(Path.home() / REMOTE_HOME_ROOT)
+        return _agents_of(remote_home) + _remote_servers(remote_home)
 
     wait_for("db1's agent and server to stop", lambda: not still_on_db1(), timeout=60)
     assert not sshd.wait_sessions_gone(), "no process outlives dbrig on db1"
-    run = only_run_dir(tmp_path / "runs")
-    remote_home = Path.home() / REMOTE_HOME_ROOT / f"{run.name}-default"
     assert remote_home.is_dir(), "the server ran on db1; its folder stays for --resume"
     shutil.rmtree(remote_home)
     with contextlib.suppress(OSError):
