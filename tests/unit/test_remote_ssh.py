@@ -29,7 +29,6 @@ from dbrig.remote.ssh import (
 )
 from dbrig.run.remote import check_client_hosts
 from dbrig.scenario import plan_from_dict
-from dbrig.tools.base import interference_host
 from dbrig.tools.registry import interference_for
 
 TARGET = SshTarget("db1", "root@db1", 2222, {"IdentityFile": "/k", "ConnectTimeout": "3"})
@@ -209,7 +208,7 @@ def test_a_matrix_of_client_hosts_is_checked_per_cell() -> None:
 def test_an_interference_host_must_be_named_in_hosts_also_as_a_matrix_factor() -> None:
     stress = {"cpu": 1, "host": "load1"}
     plan = plan_from_dict(scenario(interference={"stress-ng": stress}), source="s.yaml")
-    assert interference_host(interference_for(plan.cells[0].scenario.interference)[0]) == "load1"
+    assert interference_for(plan.cells[0].scenario.interference)[0].host == "load1"
     bad = scenario(interference={"stress-ng": {**stress, "host": "db9"}})
     with pytest.raises(ConfigError) as raised:
         plan_from_dict(bad, source="s.yaml")
@@ -221,7 +220,7 @@ def test_an_interference_host_must_be_named_in_hosts_also_as_a_matrix_factor() -
         matrix={"interference.stress-ng.host": [None, "load1"]},
     )
     plan = plan_from_dict(cells, source="s.yaml")
-    hosts = [interference_host(interference_for(c.scenario.interference)[0]) for c in plan.cells]
+    hosts = [interference_for(c.scenario.interference)[0].host for c in plan.cells]
     assert hosts == [None, "load1"]
     cells["matrix"] = {"interference.stress-ng.host": ["load1", "nope"]}
     with pytest.raises(

@@ -15,8 +15,6 @@ from dbrig.scenario import Scenario
 from dbrig.tools.base import (
     InterferenceTool,
     WorkloadTool,
-    client_cpus,
-    interference_host,
     pinned_argv,
 )
 from dbrig.tools.registry import interference_for, workload_for
@@ -45,7 +43,7 @@ class TrialCommands:
 def binary_key(tool: InterferenceTool) -> str:
     """Where the run keeps the tool's binary: its YAML key, or ``<key>@<host>`` for the
     one found on another host (run.json names its version so)."""
-    host = interference_host(tool)
+    host = tool.host
     return tool.key if host is None else f"{tool.key}@{host}"
 
 
@@ -70,7 +68,7 @@ def trial_commands(
     """Everything a trial of a cell with this scenario will start, and its limits."""
     workload = workload_for(scenario.workload)
     argv = pinned_argv(
-        workload.run_argv(endpoint, workload_binary, scenario.warmup), client_cpus(workload)
+        workload.run_argv(endpoint, workload_binary, scenario.warmup), workload.client_cpus
     )
     expected = workload.expected_seconds(scenario.warmup)
     limit = interference_limit_s(expected, events_timeout_s)
@@ -81,7 +79,7 @@ def trial_commands(
             tool.argv(interference_binaries[binary_key(tool)], limit),
             limit,
             "interference" if len(tools) == 1 else f"interference.{tool.key}",
-            interference_host(tool),
+            tool.host,
         )
         for tool in tools
     ]

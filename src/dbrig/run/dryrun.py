@@ -23,7 +23,7 @@ from dbrig.scenario import Cell, ExternalServer, ManagedServer, Plan
 from dbrig.server.binary import ServerBinary
 from dbrig.server.cache import cached_entry, corrupt_entry, entry_key
 from dbrig.server.sandbox import my_cnf_lines
-from dbrig.tools.base import WorkloadTool, reconnects_itself
+from dbrig.tools.base import WorkloadTool
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ def describe_commands(
         if planned.needs_server:
             yield from _where_lines(plan, cell.server)
             yield from _server_lines(cell.scenario.server_specs[cell.server])
-        rides_through = reconnects_itself(commands.workload)
+        rides_through = commands.workload.reconnects_itself
         fault_lines = faults.describe(cell.scenario.faults, rides_through)
         yield from (f"  fault {line}" for line in fault_lines)
         settings = cell.scenario.system

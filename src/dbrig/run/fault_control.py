@@ -33,7 +33,7 @@ from dbrig import proc
 from dbrig.errors import DbrigError
 from dbrig.run.client import ClientRun
 from dbrig.run.faults import Fired
-from dbrig.tools.base import ResumableWorkload, WorkloadTool, reconnects_itself
+from dbrig.tools.base import ResumableWorkload, WorkloadTool
 
 WAIT_S = 0.25  # how often the run, the faults and the aborts are looked at
 DEATH_SEEN_S = 0.5  # a failed run's end until a dead server (its cause) must be seen
@@ -100,7 +100,7 @@ class ClientPlan:
             warmup_s=warmup,
             timeout_s=timeout_s,
             relaunch=relaunch if isinstance(workload, ResumableWorkload) else None,
-            rides_through=reconnects_itself(workload),
+            rides_through=workload.reconnects_itself,
         )
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dbrig.errors import ConfigError
 from dbrig.host.perf import INSTALL_HINT, NOT_INSTALLED, perf_problem
 from dbrig.scenario import Cell, Plan
-from dbrig.tools.base import client_host
 from dbrig.tools.registry import workload_for
 
 KEY = "sampling.profile.cpu.frequency"
@@ -38,7 +37,7 @@ def _unprofilable(cell: Cell) -> str | None:
     if not workload.needs_server:
         return f"{workload.title} needs no server: there is no server process to profile"
     if cell.scenario.sampling.profile.cpu.client:
-        if (host := client_host(workload)) is not None:
+        if (host := workload.client_host) is not None:
             return (
                 f"client: the client runs on host '{host}': profiling it there is not "
                 "done yet (set sampling.profile.cpu.client to false)"

@@ -28,9 +28,6 @@ from dbrig.tools.base import (
     SizedDataSet,
     ToolInfo,
     WorkloadTool,
-    client_cpus,
-    client_host,
-    interference_host,
 )
 from dbrig.tools.registry import INTERFERENCE_TOOLS, interference_for, workload_for
 
@@ -105,10 +102,10 @@ def check_host(
         cpu_count = os.cpu_count() or 1
         for cell in plan.cells:
             for tool in interference_for(cell.scenario.interference):
-                if interference_host(tool) is None:  # another host's cores: preflight's
+                if tool.host is None:  # another host's cores: preflight's
                     tool.check_host(cpu_count)
             tool = workload_for(cell.scenario.workload)
-            if client_host(tool) is None:  # a remote client's cores: check_client_hosts
+            if tool.client_host is None:  # a remote client's cores: check_client_hosts
                 _check_client_cores(tool, cpu_count)
             # Building the commands is where a driver refuses what its tool cannot do.
             trial_commands(cell.scenario, cell_endpoint(plan, cell), workload, interference)
@@ -155,7 +152,7 @@ def _check_workspace(plan: Plan, remote: dict[str, str]) -> None:
 
 
 def _check_client_cores(workload: WorkloadTool, cpu_count: int) -> None:
-    for core in client_cpus(workload) or ():
+    for core in workload.client_cpus or ():
         if core >= cpu_count:
             raise ConfigError(
                 f"workload.{workload.key}.cpus: core {core} does not exist "
@@ -182,9 +179,7 @@ def find_binaries(plan: Plan, *, strict: bool) -> tuple[Path, dict[str, Path]]:
     used = {binary_key(t): t for c in plan.cells for t in interference_for(c.scenario.interference)}
     binaries = {
         # on another host: its name until preflight finds it there (check_interference_hosts)
-        key: _binary(tool.info, strict)
-        if interference_host(tool) is None
-        else Path(tool.info.binaries[0])
+        key: _binary(tool.info, strict) if tool.host is None else Path(tool.info.binaries[0])
         for key, tool in used.items()
     }
     return _binary(workload.info, strict), binaries

@@ -24,9 +24,6 @@ from dbrig.tools.base import (
     InterferenceTool,
     ToolInfo,
     WorkloadTool,
-    client_cpus,
-    client_host,
-    interference_host,
 )
 from dbrig.tools.registry import interference_for, workload_for
 
@@ -39,7 +36,7 @@ def target(scenario: Scenario, name: str) -> SshTarget:
 
 def cell_host(cell: Cell) -> str | None:
     """The host the cell's client runs on (a key of ``hosts:``), or None for this machine."""
-    return client_host(workload_for(cell.scenario.workload))
+    return workload_for(cell.scenario.workload).client_host
 
 
 class RemoteClients:
@@ -163,7 +160,7 @@ def _check_one_host(host: SshHost, cells: list[Cell]) -> ClientTool:
         _check_what_runs_there(workload_for(cell.scenario.workload))
     host.check_reachable()
     found = _tool_there(host, workload.info, f"workload.{workload.key}.host")
-    pinned = {core for c in cells for core in client_cpus(workload_for(c.scenario.workload)) or ()}
+    pinned = {core for c in cells for core in workload_for(c.scenario.workload).client_cpus or ()}
     if pinned:
         if host.which(["taskset"]) is None:
             raise ConfigError(
@@ -213,7 +210,7 @@ def interference_hosts(plan: Plan) -> dict[str, list[InterferenceTool]]:
     used: dict[str, list[InterferenceTool]] = {}
     for cell in plan.cells:
         for tool in interference_for(cell.scenario.interference):
-            if interference_host(tool) is not None:
+            if tool.host is not None:
                 used.setdefault(binary_key(tool), []).append(tool)
     return used
 
@@ -224,7 +221,7 @@ def check_interference_hosts(plan: Plan) -> dict[str, ClientTool]:
     the host otherwise (the run has not started)."""
     found: dict[str, ClientTool] = {}
     for key, tools in sorted(interference_hosts(plan).items()):
-        name = interference_host(tools[0])
+        name = tools[0].host
         assert name is not None
         found[key] = _checked_on(plan, name, _check_interference_host, tools)
     return found

@@ -30,7 +30,7 @@ from dbrig.sampling.registry import (
 from dbrig.sampling.status import global_status
 from dbrig.scenario.model import Sampling
 from dbrig.server.protocol import Handle
-from dbrig.tools.base import InterferenceTool, WorkloadTool, client_host, interference_host
+from dbrig.tools.base import InterferenceTool, WorkloadTool
 from dbrig.util.files import disk_full, is_disk_full
 
 PROCESS_STOP_GRACE_S = 5.0  # a sampler's own process (perf) flushes its output on SIGTERM
@@ -75,9 +75,9 @@ def processes_here(
     connection carries their traffic and is not followed)."""
     if not server.capabilities.followed_here:
         return False
-    if client_host(workload) is not None:
+    if workload.client_host is not None:
         return False
-    return all(interference_host(tool) is None for tool in interference)
+    return all(tool.host is None for tool in interference)
 
 
 def sampled_pinned_cores(server: Handle, commands: TrialCommands) -> list[int] | None:

@@ -51,7 +51,6 @@ from dbrig.tools.base import (
     ClientLogWorkload,
     ResumableWorkload,
     WorkloadTool,
-    client_host,
     column_prefixes,
 )
 from dbrig.tools.registry import interference_for, workload_for
@@ -163,7 +162,7 @@ class TrialExecutor:
         """The workload's client: here, or on its host over that host's ssh connection."""
         tool, clock = self.workload.info.name, self.context.clock
         start_line = self.workload.start_line  # run/startwatch.py
-        name = client_host(self.workload)
+        name = self.workload.client_host
         if name is None:
             endpoint = client_endpoint(self.server, self.workload)
             binary = self.context.workload_binary

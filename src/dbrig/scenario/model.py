@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from dbrig.host.settings import SystemSettings
-from dbrig.tools.base import ResumableWorkload, client_host, reconnects_itself
+from dbrig.tools.base import ResumableWorkload
 from dbrig.tools.registry import INTERFERENCE_TOOLS, WORKLOAD_TOOLS, field_name, workload_for
 from dbrig.util.units import parse_size
 
@@ -419,14 +419,14 @@ def _check_faults(faults: Faults, data: Mapping[str, Any]) -> None:
             )
     if faults.disk_full is not None:
         _check_disk_full(faults.disk_full, data.get("workspace"))
-    if client_host(tool) is not None:
+    if tool.client_host is not None:
         raise ValueError(
             f"faults need the client on this machine (a run resumed after a fault starts here), "
-            f"not on host '{client_host(tool)}'"
+            f"not on host '{tool.client_host}'"
         )
     if isinstance(tool, ResumableWorkload):
         return
-    if faults.kill_client is not None or (faults.ends_client and not reconnects_itself(tool)):
+    if faults.kill_client is not None or (faults.ends_client and not tool.reconnects_itself):
         raise ValueError(f"{tool.title} cannot be started again after a fault ends its run")
 
 

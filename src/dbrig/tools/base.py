@@ -260,27 +260,6 @@ class ClientPlacement(BaseModel):
         return value
 
 
-def client_cpus(workload: WorkloadTool) -> tuple[int, ...] | None:
-    """The cores the scenario pins the client to, if any."""
-    return workload.client_cpus
-
-
-def reconnects_itself(workload: WorkloadTool) -> bool:
-    """The client rides through a server restart by reconnecting on its own (acked_writes),
-    so a fault that takes the server away need not end its run."""
-    return workload.reconnects_itself
-
-
-def client_host(workload: WorkloadTool) -> str | None:
-    """The scenario's host (a key of ``hosts:``) the client runs on; None: this machine."""
-    return workload.client_host
-
-
-def interference_host(tool: InterferenceTool) -> str | None:
-    """The scenario's host (a key of ``hosts:``) the interference runs on; None: this machine."""
-    return tool.host
-
-
 def column_prefixes(tools: Iterable[InterferenceTool]) -> dict[str, str]:
     """By process role (the tool's key in procs.csv), the prefix of its summary columns."""
     return {tool.key: tool.column_prefix for tool in tools}
