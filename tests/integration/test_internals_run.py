@@ -6,6 +6,7 @@ digests; with it off, the plan refuses."""
 from __future__ import annotations
 
 import csv
+import time
 from pathlib import Path
 
 import pymysql
@@ -100,8 +101,7 @@ def test_an_account_without_grants_gets_one_line_per_part_and_no_empty_file(
         def connect() -> pymysql.Connection:
             return pymysql.connect(unix_socket=str(sandbox.socket_path), user="bench")
 
-        clock = iter(range(1000)).__next__
-        timing = SampleTiming(interval=1.0, clock=lambda: float(clock()), t0=0.0, warmup_s=0)
+        timing = SampleTiming(interval=1.0, clock=time.monotonic, t0=time.monotonic(), warmup_s=0)
         sampler = internals.InternalsSampler(tmp_path, timing, connect, digests=5)
         sampler.start()
         sampler.stop()

@@ -334,7 +334,7 @@ class InternalsSampler:
         self._start: Snapshot | None = None
         self._conn: Any = None
         self._ps_on = False
-        self._started_at = 0.0  # the clock when the first snapshot was taken
+        self._started_at = 0.0  # the clock after the first snapshot's uptime was read
         self._thread = threading.Thread(target=self._window, name="internals sampler", daemon=True)
 
     def start(self) -> None:
@@ -357,8 +357,10 @@ class InternalsSampler:
     def _window(self) -> None:
         if self._stopping.wait(max(0.0, self._timing.t0 - self._timing.clock())):
             return  # the trial ended during its warm-up
+        reader = _Reader(self._conn, self._problems)
+        self._start = snapshot(reader, self._ps_on)
+        self._start.uptime = _uptime(reader)
         self._started_at = self._timing.clock()
-        self._start = snapshot(_Reader(self._conn, self._problems), self._ps_on)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -382,8 +384,11 @@ class InternalsSampler:
             return
         self._reconnect()
         reader = _Reader(self._conn, self._problems)
-        state = reader.rows(PS_ON, "the server's uptime", "")
-        if state and restarted(float(state[0]["UPTIME"]), self._timing.clock() - self._started_at):
+        elapsed = self._timing.clock() - self._started_at
+        uptime = _uptime(reader)
+        if None not in (uptime, self._start.uptime) and restarted(
+            self._start.uptime, uptime, elapsed
+        ):
             self._problems.append(
                 f"{WARNING_PREFIX}the server restarted during the window: its counters started "
                 "again, no deltas"
@@ -418,10 +423,19 @@ class InternalsSampler:
         return None if had is None else reader.rows(sql, what, hint)
 
 
-def restarted(uptime_s: float, window_s: float) -> bool:
-    """Whether a server up for ``uptime_s`` (whole seconds) at the window's end started
-    during the window: its counters then began again, and the deltas mean nothing."""
-    return uptime_s + 1 < window_s
+def restarted(start_uptime_s: float, end_uptime_s: float, elapsed_s: float) -> bool:
+    """Whether the server started again between two reads of its uptime taken at least
+    ``elapsed_s`` apart: its counters then began again, and the deltas mean nothing.
+
+    Uptime is the difference of two whole-second clocks, so one server's two reads
+    differ by more than ``elapsed_s - 1``; a server killed after at least two seconds
+    up, and restarted, always falls short of that."""
+    return end_uptime_s - start_uptime_s <= elapsed_s - 1
+
+
+def _uptime(reader: _Reader) -> float | None:
+    state = reader.rows(PS_ON, "the server's uptime", "")
+    return float(state[0]["UPTIME"]) if state else None
 
 
 def write_files(
