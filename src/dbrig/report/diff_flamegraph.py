@@ -54,9 +54,10 @@ function dbrigDiffSearch(link) {
 }
 """
 
+# Scoped to the graph: a <style> inside an inline SVG applies to the whole HTML page.
 _STYLE = (
-    "text{font:11px monospace}.head{font:13px sans-serif}.link{fill:#1565c0;cursor:pointer}"
-    ".fr.hit rect{stroke:#000;stroke-width:1.5}"
+    "svg.diff text{font:11px monospace}svg.diff .head{font:13px sans-serif}"
+    "svg.diff .link{fill:#1565c0;cursor:pointer}svg.diff .fr.hit rect{stroke:#000;stroke-width:1.5}"
 )
 
 
