@@ -104,6 +104,7 @@ _OUTPUT = click.Path(path_type=Path, dir_okay=False)
 @click.option(
     "--explain-dir",
     type=click.Path(path_type=Path, file_okay=False),
+    metavar="DIR",
     help="Write each cell pair's differential flame graph there as a standalone .svg "
     "(--html puts them in the page).",
 )
