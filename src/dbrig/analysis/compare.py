@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dbrig.analysis.explain import CellExplanation
 from dbrig.analysis.multiplicity import CORRECTIONS, FamilyDecision, decide_family
 from dbrig.analysis.stats import Comparison, compare_samples, explain, verdict_for
 from dbrig.errors import ConfigError
@@ -358,7 +359,9 @@ class CompareReport:
     rows ("holm" or "none"), ``primary`` the metric given half of alpha, and
     ``tests`` the test used per metric. ``caveats`` say how the host disturbed either
     side's measurement (the runs' own warnings: steal, other load, swap...), one line each,
-    side first; the command layer fills them in from the saved runs.
+    side first; the command layer fills them in from the saved runs. ``explanations``
+    say why, per matched pair of cells whose trials have profiles or server internals
+    (:mod:`dbrig.analysis.explain`; the command layer reads them too).
     """
 
     baseline: str
@@ -378,6 +381,7 @@ class CompareReport:
     primary: str | None = None
     tests: tuple[tuple[str, str], ...] = ()
     caveats: tuple[str, ...] = ()
+    explanations: tuple[CellExplanation, ...] = ()
 
     def counts(self) -> dict[str, int]:
         """Rows per verdict, in :data:`VERDICTS` order, zero counts left out."""

@@ -42,7 +42,7 @@ class FunctionShare:
 
 def top_functions(stacks: Mapping[str, int], n: int = 15) -> list[FunctionShare]:
     """The ``n`` functions with the largest self share (ties: total share, then name)."""
-    ranked = sorted(_shares(stacks), key=lambda f: (-f.self_share, -f.total_share, f.name))
+    ranked = sorted(function_shares(stacks), key=lambda f: (-f.self_share, -f.total_share, f.name))
     return ranked[:n]
 
 
@@ -50,12 +50,12 @@ def top_by_total(stacks: Mapping[str, int], n: int = 15) -> list[FunctionShare]:
     """The ``n`` functions with the largest total share (what they called included).
     Frames perf could not name are left out: one ``[unknown]`` stands for many functions
     at every depth, so its total says nothing (its self share stays in the other list)."""
-    named = [f for f in _shares(stacks) if not f.name.startswith(UNKNOWN)]
+    named = [f for f in function_shares(stacks) if not f.name.startswith(UNKNOWN)]
     ranked = sorted(named, key=lambda f: (-f.total_share, -f.self_share, f.name))
     return ranked[:n]
 
 
-def _shares(stacks: Mapping[str, int]) -> list[FunctionShare]:
+def function_shares(stacks: Mapping[str, int]) -> list[FunctionShare]:
     """Every function's shares; the root (the process's name) is not a function."""
     samples = sum(stacks.values())
     if samples == 0:

@@ -422,6 +422,64 @@ def _fmt_pct(value: float) -> str:
     return text.removesuffix(".0")
 
 
+# --------------------------------------------------------------------------- differences
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Candidate minus baseline in the values' own unit (percentage points of a share,
+    microseconds per transaction), for quantities where a relative change is no use:
+    a function absent from the baseline has a share of 0.
+
+    ``ci_low``/``ci_high`` bound ``delta`` (Welch's interval at the asked level);
+    ``p_value`` is Welch's two-sided test; ``reason`` says why there is no test (then
+    the means and ``delta`` may still be set, from one trial a side).
+    """
+
+    n_base: int
+    n_cand: int
+    mean_base: float | None = None
+    mean_cand: float | None = None
+    delta: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    reason: str | None = None
+
+
+ONE_TRIAL = "fewer than 2 trials on a side: no interval, no verdict"
+
+
+def compare_difference(
+    baseline: ArrayLike, candidate: ArrayLike, *, alpha: float = 0.05
+) -> Difference:
+    """Welch's test and interval on the difference of means, as :func:`compare_samples`
+    tests the ratio: the same t model, on the absolute scale.
+
+    No test with fewer than 2 finite values on a side (the means are still given), with
+    an infinite value, or with both sides constant (identical: a difference of 0).
+    """
+    _check_fraction("alpha", alpha)
+    base, cand = _as_floats(baseline), _as_floats(candidate)
+    if np.isinf(base).any() or np.isinf(cand).any():
+        return Difference(int(base.size), int(cand.size), reason="an infinite value")
+    base, cand = base[~np.isnan(base)], cand[~np.isnan(cand)]
+    n_b, n_c = int(base.size), int(cand.size)
+    mean_b = float(base.mean()) if n_b else None
+    mean_c = float(cand.mean()) if n_c else None
+    delta = mean_c - mean_b if mean_b is not None and mean_c is not None else None
+    if n_b < 2 or n_c < 2:
+        return Difference(n_b, n_c, mean_b, mean_c, delta, reason=ONE_TRIAL)
+    assert mean_b is not None and mean_c is not None and delta is not None
+    sq_se_b, sq_se_c = float(base.var(ddof=1)) / n_b, float(cand.var(ddof=1)) / n_c
+    if sq_se_b == 0 and sq_se_c == 0:
+        why = "both sides constant" + ("" if delta == 0 else "; no test is possible")
+        return Difference(n_b, n_c, mean_b, mean_c, delta, reason=why)
+    p_value, df = _welch(mean_b, sq_se_b, n_b, mean_c, sq_se_c, n_c)
+    half = float(special.stdtrit(df, 1 - alpha / 2)) * math.sqrt(sq_se_b + sq_se_c)
+    return Difference(n_b, n_c, mean_b, mean_c, delta, delta - half, delta + half, p_value)
+
+
 # --------------------------------------------------------------------------- steps
 
 

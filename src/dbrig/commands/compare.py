@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dbrig.analysis import compare
+from dbrig.analysis.explain import DEFAULT_ROWS, LESS, MORE, Rules
 from dbrig.analysis.multiplicity import CORRECTIONS
 from dbrig.commands._common import (
     ALPHA,
@@ -23,8 +24,9 @@ from dbrig.commands._common import (
 from dbrig.commands.completion import complete_run_dir
 from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError
-from dbrig.report import ci_json, measurement_caveats
+from dbrig.report import ci_json, compare_explain, measurement_caveats
 from dbrig.report import compare_text as output
+from dbrig.report.explain_inputs import SavedSide, explain_report
 
 _STYLES = {
     "worse": "bold red",
@@ -35,6 +37,8 @@ _STYLES = {
     "inconclusive": "dim",
     "insufficient data": "dim",
 }
+
+_CHANGE_STYLES = {MORE: "red", LESS: "blue"}
 
 _OUTPUT = click.Path(path_type=Path, dir_okay=False)
 
@@ -88,6 +92,22 @@ _OUTPUT = click.Path(path_type=Path, dir_okay=False)
 @click.option("--json", "json_path", type=_OUTPUT, help="Write the full comparison as JSON.")
 @click.option("--html", type=_OUTPUT, help="Write a self-contained HTML page.")
 @click.option("--ci-json", "ci_targets", multiple=True, metavar="FORMAT=PATH", help=CI_JSON_HELP)
+@click.option(
+    "--explain-rows",
+    type=click.IntRange(min=0),
+    default=DEFAULT_ROWS,
+    show_default=True,
+    metavar="N",
+    help="Rows of each 'why' table (functions, wait events, statements whose share or time "
+    "per transaction changed most), where both sides have profiles or internals; 0: none.",
+)
+@click.option(
+    "--explain-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    metavar="DIR",
+    help="Write each cell pair's differential flame graph there as a standalone .svg "
+    "(--html puts them in the page).",
+)
 def compare_command(
     runs: tuple[Path, ...],
     by: str | None,
@@ -104,14 +124,23 @@ def compare_command(
     json_path: Path | None,
     html: Path | None,
     ci_targets: tuple[str, ...] = (),
+    explain_rows: int = DEFAULT_ROWS,
+    explain_dir: Path | None = None,
 ) -> None:
     """Compare BASE_RUN with CAND_RUN, or two groups of one RUN with --by FACTOR.
 
     \b
     dbrig compare BASE_RUN CAND_RUN [--threshold 5%] [--fail-on-regression]
     dbrig compare RUN --by server [--baseline VALUE]
+
+    Where the trials saved CPU profiles or server internals (sampling.profile,
+    sampling.internals), tables after the verdicts say why: the functions, wait
+    events and statements whose share of the CPU or time per transaction changed
+    most, with intervals (docs/profiling.md).
     """
     targets = ci_json.parse_targets(ci_targets)
+    if explain_dir is not None and explain_rows == 0:
+        raise ConfigError("--explain-dir: the explanation is off (--explain-rows 0)")
     report = build_report(
         runs,
         by=by,
@@ -122,8 +151,10 @@ def compare_command(
         allow_env_diff=allow_env_diff,
         correction=correction,
         primary=primary,
+        explain_rows=explain_rows,
     )
     print_report(report)
+    _write_flame_graphs(report, explain_dir, html is not None)
     for path, render, flag in (
         (junit, output.to_junit, "--junit"),
         (markdown, output.to_markdown, "--markdown"),
@@ -154,8 +185,11 @@ def build_report(
     allow_env_diff: bool,
     correction: str = "holm",
     primary: str | None = None,
+    explain_rows: int = 0,
 ) -> compare.CompareReport:
-    """Check the arguments, load the runs and compare them."""
+    """Check the arguments, load the runs and compare them (and say why, in up to
+    ``explain_rows`` rows a table, when the trials saved profiles or internals)."""
+    rules = Rules(alpha, threshold, correction, explain_rows)
     options = {
         "metrics": metrics,
         "threshold": threshold,
@@ -169,6 +203,8 @@ def build_report(
             raise ConfigError(f"compare --by {by}: give exactly one RUN (got {len(runs)})")
         run = load_run_input(runs[0])
         report = compare.compare_groups(run, by, baseline, **options)
+        side = SavedSide(runs[0], run.results)
+        report = _explained(report, side, side, rules)
         return _with_caveats(report, [(run.label, runs[0])])
     if baseline is not None:
         raise ConfigError("--baseline: only with --by FACTOR")
@@ -181,8 +217,42 @@ def build_report(
     base = load_run_input(base_path, str(base_path) if same_name else None)
     cand = load_run_input(cand_path, str(cand_path) if same_name else None)
     report = compare.compare_runs(base, cand, **options)
-    sides = [(f"baseline {base.label}", base_path), (f"candidate {cand.label}", cand_path)]
-    return _with_caveats(report, sides)
+    sides = SavedSide(base_path, base.results), SavedSide(cand_path, cand.results)
+    report = _explained(report, *sides, rules)
+    labels = [(f"baseline {base.label}", base_path), (f"candidate {cand.label}", cand_path)]
+    return _with_caveats(report, labels)
+
+
+def _explained(
+    report: compare.CompareReport, base: SavedSide, cand: SavedSide, rules: Rules
+) -> compare.CompareReport:
+    if rules.rows == 0:
+        return report
+    return dataclasses.replace(report, explanations=explain_report(report, base, cand, rules))
+
+
+def _write_flame_graphs(report: compare.CompareReport, folder: Path | None, html: bool) -> None:
+    """Each pair's differential flame graph as an .svg file in ``folder``, or a line
+    saying where to get them."""
+    files = compare_explain.svg_files(report) if folder is not None else []
+    if folder is None:
+        if not html and any(e.has_profiles for e in report.explanations):
+            print_line(
+                out_console(),
+                "differential flame graphs: --explain-dir DIR writes them as .svg files, "
+                "--html FILE puts them in the page",
+            )
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = exc.strerror or exc
+        raise ConfigError(f"--explain-dir {folder}: cannot create ({why})") from None
+    for name, svg in files:
+        write_output(folder / name, svg, "--explain-dir")
+        print_line(out_console(), f"differential flame graph: {folder / name}")
+    if not files:
+        print_line(out_console(), "--explain-dir: no cell pair has CPU profiles on both sides")
 
 
 def verdicts_of(report: compare.CompareReport) -> dict[tuple[str, str], str]:
@@ -228,6 +298,7 @@ def print_report(report: compare.CompareReport) -> None:
         texts[-1].stylize(_STYLES.get(row.verdict, ""))
         table.add_row(*texts)
     console.print(table)
+    print_explanations(report)
     for diff in report.differences:
         style = "" if diff.explained_by or report.allow_env_diff else "yellow"
         print_line(console, "environment: " + output.difference_line(diff), style)
@@ -247,3 +318,22 @@ def print_report(report: compare.CompareReport) -> None:
     for metric, note in output.metric_notes(report).items():
         print_line(console, f"noise: {metric}: {note}")
     print_line(console, output.summary_line(report), "bold")
+
+
+def print_explanations(report: compare.CompareReport) -> None:
+    """The 'why' tables: per matched pair, what moved in its profiles and internals."""
+    console = out_console()
+    for explanation, table in compare_explain.tables_of(report):
+        heads = compare_explain.headings(report, explanation, table)
+        print_line(console, compare_explain.caption(report, explanation, table), "bold")
+        rich = Table()
+        for i, heading in enumerate(heads):
+            justify = "left" if i in (0, len(heads) - 1) else "right"
+            rich.add_column(heading, justify=justify, overflow="fold")
+        for cells in compare_explain.rows(table):
+            texts = [Text(c) for c in cells]
+            texts[-1].stylize(_CHANGE_STYLES.get(cells[-1], ""))
+            rich.add_row(*texts)
+        console.print(rich)
+        for note in table.notes:
+            print_line(console, f"note: {note}", "dim")

@@ -27,6 +27,7 @@ from dbrig.analysis.compare import CompareReport, EnvDifference, Row
 from dbrig.analysis.multiplicity import PRIMARY_SHARE
 from dbrig.analysis.stats import explain
 from dbrig.metrics import metric as registry_entry
+from dbrig.report import compare_explain
 from dbrig.report.compare_format import (
     format_ci,
     format_delta,
@@ -177,6 +178,7 @@ def report_dict(report: CompareReport) -> dict[str, Any]:
             "only_candidate": list(report.only_candidate),
             "noise": metric_notes(report),
             "rows": [_row_dict(r) for r in report.rows],
+            "explanations": compare_explain.explanations_dict(report),
         }
     )
 
@@ -271,7 +273,7 @@ def to_markdown(report: CompareReport) -> str:
     lines += _md_table(report, shown)
     if len(shown) < len(report.rows):
         lines += ["", f"({len(report.rows) - len(shown)} more rows in the JSON or HTML output)"]
-    lines += ["", "</details>", ""]
+    lines += ["", "</details>", "", *compare_explain.markdown_lines(report)]
     return "\n".join(lines)
 
 
@@ -395,6 +397,7 @@ def to_html(report: CompareReport) -> str:
         parts.append(f"<h2>{_h(metric)}</h2>")
         parts.append(f'<p class="note">{_h(metric_notes(report)[metric])}</p>')
         parts.append(_delta_chart(rows, report.threshold))
+    parts += compare_explain.html_parts(report)
     parts.append("<h2>All comparisons</h2>")
     parts.append(_html_table(report))
     parts.append("</body></html>\n")

@@ -38,25 +38,25 @@ WARNING_PREFIX = "profile:"  # the trials' warnings about their profiles (sampli
 
 
 @dataclass
-class _Node:
+class Node:
     name: str
     count: int = 0
-    children: dict[str, _Node] = field(default_factory=dict)
+    children: dict[str, Node] = field(default_factory=dict)
 
 
-def _tree(stacks: Mapping[str, int]) -> _Node:
-    root = _Node("all")
+def tree(stacks: Mapping[str, int]) -> Node:
+    root = Node("all")
     for stack, count in stacks.items():
         node = root
         node.count += count
         for name in stack.split(";"):
-            node = node.children.setdefault(name, _Node(name))
+            node = node.children.setdefault(name, Node(name))
             node.count += count
     return root
 
 
-def _depth(node: _Node) -> int:
-    return 1 + max((_depth(child) for child in node.children.values()), default=0)
+def tree_depth(node: Node) -> int:
+    return 1 + max((tree_depth(child) for child in node.children.values()), default=0)
 
 
 def frame_colour(name: str) -> str:
@@ -73,9 +73,9 @@ def frame_colour(name: str) -> str:
 
 def render_svg(stacks: Mapping[str, int], graph_id: str, title: str = "") -> str:
     """One flame graph as an ``<svg>`` element (empty stacks: an empty graph)."""
-    root = _tree(stacks)
+    root = tree(stacks)
     total = root.count
-    depth = _depth(root)
+    depth = tree_depth(root)
     height = depth * FRAME_PX + 4
     parts = [
         f'<svg id="{html.escape(graph_id)}" class="flamegraph" '
@@ -88,7 +88,7 @@ def render_svg(stacks: Mapping[str, int], graph_id: str, title: str = "") -> str
     return "".join(parts)
 
 
-def _draw(node: _Node, x: float, level: int, total: int, height: int, out: list[str]) -> None:
+def _draw(node: Node, x: float, level: int, total: int, height: int, out: list[str]) -> None:
     width = WIDTH_PX * node.count / total
     if width < MIN_WIDTH_PX:
         return
@@ -101,10 +101,10 @@ def _draw(node: _Node, x: float, level: int, total: int, height: int, out: list[
         child_x += WIDTH_PX * child.count / total
 
 
-def _frame(node: _Node, x: float, y: int, width: float, total: int) -> str:
+def _frame(node: Node, x: float, y: int, width: float, total: int) -> str:
     name = html.escape(node.name)
     share = 100 * node.count / total
-    label = _fit(node.name, width)
+    label = fit_label(node.name, width)
     text = (
         f'<text x="{x + 3:.1f}" y="{y + FRAME_PX - 4}">{html.escape(label)}</text>' if label else ""
     )
@@ -116,7 +116,7 @@ def _frame(node: _Node, x: float, y: int, width: float, total: int) -> str:
     )
 
 
-def _fit(name: str, width: float) -> str:
+def fit_label(name: str, width: float) -> str:
     """As much of ``name`` as fits its bar ("" under three characters)."""
     chars = int((width - 6) / CHAR_PX)
     if chars < 3:

@@ -1,0 +1,335 @@
+"""Why a comparison came out as it did: the functions whose share of the CPU changed
+most, and the wait events and statements whose time per transaction changed most,
+baseline cell versus candidate cell, from each trial's profile.folded, waits.csv and
+digests.csv (``sampling/profile.py``, ``sampling/internals.py``).
+
+Pure: the caller reads the trials' files (``report/explain_inputs.py``).
+
+Every figure is one value per trial, so each side has n values and the difference of
+their means gets the same treatment as compare's verdicts (``analysis/stats.py``):
+Welch's interval and test on the difference (in percentage points of the samples, or
+microseconds per transaction: a function absent from the baseline has a share of 0,
+so a relative change says nothing), no interval and no verdict from fewer than two
+trials a side, and Holm's correction over each table's tested rows.
+
+* **self share**: of a trial's samples, those whose stack ends in the function;
+  **total share**: those whose stack holds it. Frames perf could not name
+  (``[unknown]``) are kept in the self table and left out of the total one, as
+  :mod:`dbrig.analysis.profile` does. A trial with no samples has no share.
+* **wait events**: a trial's wait time of the event (condition waits left out, as
+  everywhere) in microseconds over its transactions; a trial without a transaction
+  count adds nothing. An event a trial's waits.csv lacks did not wait there: 0.
+* **statements** (by schema and digest): the same per transaction; digests.csv keeps
+  each trial's top statements only, so one missing from a trial counts as 0 there.
+
+Rows are ranked by the absolute change of their means. Only rows whose mean over both
+sides together reaches :data:`MIN_TESTED` of the whole (0.5 % of the samples, of the
+wait time per transaction, of the statement time per transaction) are tested: filtering
+on that overall mean, which does not depend on the difference, keeps Holm's family to
+the rows that can matter (Bourgon et al. 2010, "independent filtering"). A row under it
+changed by less than twice that, so it never tops the table.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dbrig.analysis.internals import CONDITION, TrialInternals
+from dbrig.analysis.multiplicity import weighted_holm
+from dbrig.analysis.profile import UNKNOWN, function_shares, merge
+from dbrig.analysis.stats import ONE_TRIAL, Difference, compare_difference
+
+MIN_TESTED = 0.005  # of the whole: the smallest overall mean a row needs to be tested
+DEFAULT_ROWS = 10
+
+SELF, TOTAL, WAITS, DIGESTS = "self", "total", "waits", "digests"
+TITLES = {
+    SELF: "CPU functions by self share",
+    TOTAL: "CPU functions by total share",
+    WAITS: "wait events by time per transaction",
+    DIGESTS: "statements by time per transaction",
+}
+UNITS = {SELF: "% of samples", TOTAL: "% of samples", WAITS: "µs/txn", DIGESTS: "µs/txn"}
+
+# A row's word: more / less (a change past the threshold, p after Holm below alpha),
+# unchanged (significant but below the threshold, or identical), unclear (not
+# significant), and the rows that got no test.
+MORE, LESS, UNCHANGED, UNCLEAR = "more", "less", "unchanged", "unclear"
+NO_VERDICT, SMALL, NO_TEST = "n < 2", "small: untested", "no test"
+
+
+@dataclass(frozen=True)
+class TrialEvidence:
+    """One trial's saved profile and internals (None: the trial has none)."""
+
+    trial: str
+    stacks: Mapping[str, int] | None = None
+    internals: TrialInternals | None = None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One function, wait event or statement: its means per side and their difference.
+    ``where`` is a statement's schema ("" otherwise)."""
+
+    name: str
+    stats: Difference
+    verdict: str
+    p_adjusted: float | None = None
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class ChangeTable:
+    """The top rows of one kind (:data:`TITLES`), ``n_base``/``n_cand`` trials a side
+    with the data, ``tested`` of ``seen`` rows tested (Holm's family)."""
+
+    kind: str
+    n_base: int
+    n_cand: int
+    seen: int
+    tested: int
+    rows: tuple[Change, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def title(self) -> str:
+        return TITLES[self.kind]
+
+    @property
+    def unit(self) -> str:
+        return UNITS[self.kind]
+
+
+@dataclass(frozen=True)
+class CellExplanation:
+    """The explanation of one matched pair of cells (compare's rows of ``label`` for
+    ``candidate``); ``base_stacks``/``cand_stacks``: each side's trials merged, for the
+    differential flame graph (empty: that side has no profile)."""
+
+    candidate: str
+    label: str
+    base_cell: str
+    cand_cell: str
+    tables: tuple[ChangeTable, ...]
+    base_stacks: Mapping[str, int] = field(default_factory=dict)
+    cand_stacks: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def has_profiles(self) -> bool:
+        return bool(self.base_stacks) and bool(self.cand_stacks)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """compare's settings, as the tables use them."""
+
+    alpha: float = 0.05
+    threshold: float = 0.05
+    correction: str = "holm"
+    rows: int = DEFAULT_ROWS
+
+
+# --------------------------------------------------------------------------- per trial
+
+Values = dict[str, float]  # row name -> the trial's value
+
+
+def self_shares(stacks: Mapping[str, int]) -> Values:
+    """Each function's self share of the trial's samples, in percent."""
+    return {f.name: 100 * f.self_share for f in function_shares(stacks) if f.self_share}
+
+
+def total_shares(stacks: Mapping[str, int]) -> Values:
+    """Each named function's total share, in percent (``[unknown]`` left out)."""
+    return {
+        f.name: 100 * f.total_share
+        for f in function_shares(stacks)
+        if not f.name.startswith(UNKNOWN)
+    }
+
+
+def wait_us_per_txn(trial: TrialInternals) -> Values | None:
+    """Each wait event's microseconds per transaction (None: no transaction count)."""
+    if not trial.transactions:
+        return None
+    times: Counter[str] = Counter()
+    for row in trial.waits:
+        if not row["event"].startswith(CONDITION):
+            times[row["event"]] += float(row["wait_ms"])
+    return {event: 1000 * ms / trial.transactions for event, ms in times.items()}
+
+
+def digest_key(row: Mapping[str, str]) -> str:
+    return f"{row['schema']}\x1f{row['digest']}"
+
+
+def digest_us_per_txn(trial: TrialInternals) -> Values | None:
+    """Each statement's (schema and digest) microseconds per transaction."""
+    if not trial.transactions:
+        return None
+    times: Counter[str] = Counter()
+    for row in trial.digests:
+        times[digest_key(row)] += float(row["total_ms"])
+    return {key: 1000 * ms / trial.transactions for key, ms in times.items()}
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def change_table(
+    kind: str,
+    base: Sequence[Values],
+    cand: Sequence[Values],
+    rules: Rules,
+    whole: float | None = None,
+    notes: Sequence[str] = (),
+) -> ChangeTable:
+    """The ``rules.rows`` rows of ``kind`` whose mean changed most. ``whole`` is what
+    :data:`MIN_TESTED` is a fraction of (default: the trials' mean sum of values)."""
+    names = sorted(set().union(*base, *cand))
+    if whole is None:
+        whole = float(np.mean([sum(v.values()) for v in [*base, *cand]])) if names else 0.0
+    diffs = {
+        name: compare_difference(
+            [v.get(name, 0.0) for v in base], [v.get(name, 0.0) for v in cand], alpha=rules.alpha
+        )
+        for name in names
+    }
+    family = [n for n in names if _testable(diffs[n], base, cand, n, whole)]
+    raw = [p for n in family if (p := diffs[n].p_value) is not None]
+    p_of = dict(zip(family, _adjust(raw, rules.correction), strict=True))
+    ranked = sorted(names, key=lambda n: (-abs(diffs[n].delta or 0.0), n))[: rules.rows]
+    rows = tuple(
+        Change(name, diffs[name], _verdict(diffs[name], p_of.get(name), rules), p_of.get(name))
+        for name in ranked
+    )
+    all_notes = list(notes)
+    if len(base) < 2 or len(cand) < 2:
+        all_notes.append(f"{len(base)}/{len(cand)} trials (baseline/candidate): {ONE_TRIAL}")
+    return ChangeTable(kind, len(base), len(cand), len(names), len(family), rows, tuple(all_notes))
+
+
+def _testable(
+    diff: Difference, base: Sequence[Values], cand: Sequence[Values], name: str, whole: float
+) -> bool:
+    if diff.p_value is None:
+        return False
+    values = [v.get(name, 0.0) for v in [*base, *cand]]
+    return bool(values) and float(np.mean(values)) >= MIN_TESTED * whole
+
+
+def _adjust(p_values: list[float], correction: str) -> list[float]:
+    if correction != "holm" or len(p_values) < 2:
+        return p_values
+    return weighted_holm(p_values, [1.0] * len(p_values))
+
+
+def _verdict(diff: Difference, p_adjusted: float | None, rules: Rules) -> str:
+    """The row's word; ``p_adjusted`` is None for a row outside the tested family."""
+    if diff.reason == ONE_TRIAL:
+        return NO_VERDICT
+    if diff.p_value is None:
+        return UNCHANGED if diff.delta == 0 else NO_TEST
+    if p_adjusted is None:
+        return SMALL
+    if p_adjusted >= rules.alpha:
+        return UNCLEAR
+    assert diff.delta is not None and diff.mean_base is not None
+    if diff.mean_base > 0 and abs(diff.delta) < rules.threshold * diff.mean_base:
+        return UNCHANGED  # real, but smaller than the threshold of the baseline's level
+    return MORE if diff.delta > 0 else LESS
+
+
+# --------------------------------------------------------------------------- a cell pair
+
+
+def _per_trial(
+    trials: Sequence[TrialEvidence], read: Callable[[TrialInternals], Values | None]
+) -> list[Values]:
+    found = [read(t.internals) for t in trials if t.internals is not None]
+    return [v for v in found if v is not None]
+
+
+def _profiled(trials: Sequence[TrialEvidence]) -> list[Mapping[str, int]]:
+    return [t.stacks for t in trials if t.stacks is not None and sum(t.stacks.values()) > 0]
+
+
+def explain_cells(
+    base: Sequence[TrialEvidence],
+    cand: Sequence[TrialEvidence],
+    rules: Rules,
+    *,
+    candidate: str = "",
+    label: str = "",
+    base_cell: str = "",
+    cand_cell: str = "",
+) -> CellExplanation | None:
+    """The tables of every kind both sides have data for (None: no kind)."""
+    tables: list[ChangeTable] = []
+    base_profiles, cand_profiles = _profiled(base), _profiled(cand)
+    if base_profiles and cand_profiles:
+        for kind, read in ((SELF, self_shares), (TOTAL, total_shares)):
+            b, c = [read(s) for s in base_profiles], [read(s) for s in cand_profiles]
+            tables.append(change_table(kind, b, c, rules, whole=100.0))
+    base_waits, cand_waits = _per_trial(base, wait_us_per_txn), _per_trial(cand, wait_us_per_txn)
+    if base_waits and cand_waits:
+        note = "condition waits (wait/synch/cond/) left out, as from server_wait_s"
+        tables.append(change_table(WAITS, base_waits, cand_waits, rules, notes=[note]))
+    base_dig, cand_dig = _per_trial(base, digest_us_per_txn), _per_trial(cand, digest_us_per_txn)
+    if base_dig and cand_dig:
+        table = change_table(DIGESTS, base_dig, cand_dig, rules)
+        tables.append(_named_digests(table, [*base, *cand]))
+    if not tables:
+        return None
+    return CellExplanation(
+        candidate,
+        label,
+        base_cell,
+        cand_cell,
+        tuple(tables),
+        merge(base_profiles) if base_profiles and cand_profiles else {},
+        merge(cand_profiles) if base_profiles and cand_profiles else {},
+    )
+
+
+def _named_digests(table: ChangeTable, trials: Sequence[TrialEvidence]) -> ChangeTable:
+    """Statement rows named by their text, with their schema beside."""
+    texts: dict[str, str] = {}
+    for trial in trials:
+        for row in trial.internals.digests if trial.internals else ():
+            texts.setdefault(digest_key(row), row["text"])
+    rows = tuple(
+        Change(
+            texts.get(row.name, row.name) or row.name.split("\x1f")[1],
+            row.stats,
+            row.verdict,
+            row.p_adjusted,
+            row.name.split("\x1f")[0],
+        )
+        for row in table.rows
+    )
+    note = "a statement missing from a trial's top statements counts as 0 there"
+    return ChangeTable(
+        table.kind, table.n_base, table.n_cand, table.seen, table.tested, rows, (*table.notes, note)
+    )
+
+
+# --------------------------------------------------------------------------- frames
+
+
+def frame_shares(stacks: Mapping[str, int]) -> dict[str, float]:
+    """Each frame's share of the samples (0..1) by its path from the root
+    (``root;caller;...;frame``): the width a flame graph gives it."""
+    total = sum(stacks.values())
+    counts: Counter[str] = Counter()
+    for stack, count in stacks.items():
+        path = ""
+        for frame in stack.split(";"):
+            path = f"{path};{frame}" if path else frame
+            counts[path] += count
+    return {path: n / total for path, n in counts.items()} if total else {}

@@ -1,0 +1,165 @@
+"""Differential flame graphs (Brendan Gregg's idea): the candidate's CPU profile drawn
+as a flame graph, each frame coloured by how its share of the samples moved against
+the baseline's: red where it grew, blue where it shrank, white-grey where it held; the
+deeper the colour, the larger the change.
+
+Widths are the candidate's (each side normalised to its own samples, so runs of
+different length compare). The colour is the change of the frame's width, its total
+share (``flamegraph.pl`` colours by a frame's own samples): a grown function turns the
+path that leads to it red too, so the eye follows it down to the root. A function the
+candidate no longer runs has no width and is not drawn: the tables beside the graph
+list what shrank. Saturation is the change over the largest change of the graph (but
+at least :data:`FULL_PP` percentage points, so a graph of noise stays pale).
+
+The SVG stands alone (an ``.svg`` file a browser opens) and inline in a page: its
+"Search" link asks for a text, outlines the frames whose name holds it and says which
+share of the candidate's samples they cover, by a script inside the SVG. No network.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+
+from dbrig.analysis.explain import frame_shares
+from dbrig.report.flamegraph import FRAME_PX, WIDTH_PX, Node, fit_label, tree, tree_depth
+
+MIN_WIDTH_PX = 0.3
+FULL_PP = 1.0  # a change of at least this many points may be drawn at full colour
+HEADER_PX = 36
+NEUTRAL = "rgb(225,225,225)"
+
+SEARCH_SCRIPT = """
+function dbrigDiffSearch(link) {
+  var svg = link.ownerSVGElement || link.closest("svg");
+  var asked = svg.getAttribute("data-term") || "";
+  var term = window.prompt("Outline the frames whose name holds:", asked);
+  if (term === null) { return; }
+  svg.setAttribute("data-term", term);
+  var text = term.toLowerCase(), total = Number(svg.getAttribute("data-samples")) || 1;
+  var found = 0, spans = [];
+  svg.querySelectorAll("g.fr").forEach(function (g) {
+    var hit = text !== "" && g.getAttribute("data-n").toLowerCase().indexOf(text) >= 0;
+    g.classList.toggle("hit", hit);
+    if (!hit) { return; }
+    var r = g.querySelector("rect"), x = Number(r.getAttribute("x"));
+    var w = Number(r.getAttribute("width"));
+    if (spans.some(function (s) { return x >= s[0] - 0.05 && x + w <= s[1] + 0.05; })) { return; }
+    spans.push([x, x + w]);
+    found += Number(g.getAttribute("data-c"));
+  });
+  var share = (100 * found / total).toFixed(1);
+  svg.querySelector(".found").textContent = text === "" ? "" :
+    "\\u201c" + term + "\\u201d: " + share + " % of the candidate's samples";
+}
+"""
+
+# Scoped to the graph: a <style> inside an inline SVG applies to the whole HTML page.
+_STYLE = (
+    "svg.diff text{font:11px monospace}svg.diff .head{font:13px sans-serif}"
+    "svg.diff .link{fill:#1565c0;cursor:pointer}svg.diff .fr.hit rect{stroke:#000;stroke-width:1.5}"
+)
+
+
+def diff_colour(change_pp: float, scale_pp: float) -> str:
+    """Red for a share that grew, blue for one that shrank, by ``change / scale``."""
+    if change_pp == 0 or scale_pp <= 0:
+        return NEUTRAL
+    depth = min(1.0, abs(change_pp) / scale_pp)
+    fade = round(225 - 190 * depth)
+    return f"rgb(255,{fade},{fade})" if change_pp > 0 else f"rgb({fade},{fade},255)"
+
+
+def render_diff_svg(
+    base: Mapping[str, int],
+    cand: Mapping[str, int],
+    graph_id: str,
+    title: str,
+    *,
+    standalone: bool = False,
+) -> str:
+    """The candidate's stacks coloured by their change against ``base``, as an ``<svg>``
+    (``standalone``: with an XML prolog, as an ``.svg`` file)."""
+    root = tree(cand)
+    total = root.count
+    before, after = frame_shares(base), frame_shares(cand)
+    changes = {path: 100 * (share - before.get(path, 0.0)) for path, share in after.items()}
+    scale = max([FULL_PP, *(abs(c) for c in changes.values())])
+    height = HEADER_PX + tree_depth(root) * FRAME_PX + 4
+    parts = [
+        '<?xml version="1.0" encoding="utf-8"?>\n' if standalone else "",
+        f'<svg xmlns="http://www.w3.org/2000/svg" id="{html.escape(graph_id)}" '
+        f'class="flamegraph diff" width="{WIDTH_PX}" height="{height}" '
+        f'viewBox="0 0 {WIDTH_PX} {height}" data-samples="{total}" role="img" '
+        f'aria-label="{html.escape(title)}">',
+        f"<style>{_STYLE}</style>",
+        f"<script><![CDATA[{SEARCH_SCRIPT}]]></script>",
+        *_header(title, scale),
+    ]
+    if total:
+        _draw(root, "", 0.0, 0, total, height, (before, after, changes, scale), parts)
+    parts.append("</svg>\n" if standalone else "</svg>")
+    return "".join(parts)
+
+
+def _header(title: str, scale: float) -> list[str]:
+    legend = (
+        f"red: a larger share than in the baseline, blue: smaller; full colour at "
+        f"{scale:.1f} points. Widths: the candidate's samples."
+    )
+    return [
+        f'<text class="head" x="4" y="14">{html.escape(title)}</text>',
+        f'<text class="head" x="4" y="30" fill="#555">{html.escape(legend)}</text>',
+        f'<text class="head link" x="{WIDTH_PX - 180}" y="14" '
+        'onclick="dbrigDiffSearch(this)">Search</text>',
+        f'<text class="head found" x="{WIDTH_PX - 180}" y="30"></text>',
+    ]
+
+
+Shares = tuple[dict[str, float], dict[str, float], dict[str, float], float]
+
+
+def _draw(
+    node: Node,
+    path: str,
+    x: float,
+    level: int,
+    total: int,
+    height: int,
+    shares: Shares,
+    out: list[str],
+) -> None:
+    width = WIDTH_PX * node.count / total
+    if width < MIN_WIDTH_PX:
+        return
+    y = height - (level + 1) * FRAME_PX
+    out.append(_frame(node, path, x, y, width, shares))
+    child_x = x
+    for name in sorted(node.children):
+        child = node.children[name]
+        child_path = f"{path};{name}" if path else name
+        _draw(child, child_path, child_x, level + 1, total, height, shares, out)
+        child_x += WIDTH_PX * child.count / total
+
+
+def _frame(node: Node, path: str, x: float, y: int, width: float, shares: Shares) -> str:
+    before, after, changes, scale = shares
+    name = html.escape(node.name)
+    if path:  # a frame of the stacks ("all", the root, is 100 % on both sides)
+        cand, base, change = 100 * after[path], 100 * before.get(path, 0.0), changes[path]
+    else:
+        cand, base, change = 100.0, 100.0, 0.0
+    tip = (
+        f"{name}: {cand:.2f} % of the candidate's samples ({node.count}), "
+        f"{base:.2f} % of the baseline's: {change:+.2f} points"
+    )
+    label = fit_label(node.name, width)
+    text = (
+        f'<text x="{x + 3:.1f}" y="{y + FRAME_PX - 4}">{html.escape(label)}</text>' if label else ""
+    )
+    return (
+        f'<g class="fr" data-n="{name}" data-c="{node.count}" data-d="{change:.3f}">'
+        f"<title>{tip}</title>"
+        f'<rect x="{x:.1f}" y="{y}" width="{width:.1f}" height="{FRAME_PX - 1}" rx="2" '
+        f'fill="{diff_colour(change, scale)}"/>{text}</g>'
+    )

@@ -1,0 +1,94 @@
+"""What compare's explanation reads from the saved runs: each successful trial's
+profile.folded, waits.csv and digests.csv, for every matched pair of cells of a
+compare report (the numbers: ``analysis/explain.py``)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from dbrig.analysis.compare import CompareReport
+from dbrig.analysis.explain import CellExplanation, Rules, TrialEvidence, explain_cells
+from dbrig.analysis.internals import TrialInternals
+from dbrig.analysis.profile import parse_folded
+
+# The trial's files (sampling/profile.py, sampling/internals.py): internals.out is
+# written whenever the internals sampler ran, even when it had nothing to complain of.
+FOLDED, INTERNALS_OUT = "profile.folded", "internals.out"
+WAITS, DIGESTS = "waits.csv", "digests.csv"
+
+
+@dataclass(frozen=True)
+class SavedSide:
+    """A run directory and its results frame (one run gives both sides with --by)."""
+
+    path: Path
+    results: pd.DataFrame
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def trial_evidence(folder: Path, transactions: float | None) -> TrialEvidence:
+    """One trial's profile and internals, as saved (None for what it does not have)."""
+    folded = folder / FOLDED
+    stacks = parse_folded(folded.read_text(errors="replace")) if folded.exists() else None
+    internals = None
+    if (folder / INTERNALS_OUT).exists() or (folder / WAITS).exists():
+        internals = TrialInternals(_rows(folder / WAITS), _rows(folder / DIGESTS), transactions)
+    return TrialEvidence(folder.name, stacks, internals)
+
+
+def cell_evidence(side: SavedSide, cell_ids: str) -> list[TrialEvidence]:
+    """The successful trials of the cells ``cell_ids`` (compare's ``c000`` or
+    ``c000+c004``), in the order of the results."""
+    frame = side.results
+    cells = set(cell_ids.split("+"))
+    chosen = frame[frame["cell"].astype(str).isin(cells)]
+    if "status" in chosen:
+        chosen = chosen[chosen["status"] == "ok"]
+    found = []
+    for record in chosen.to_dict("records"):
+        folder = side.path / "trials" / str(record["trial"])
+        found.append(trial_evidence(folder, _transactions(record.get("transactions"))))
+    return found
+
+
+def _transactions(value: object) -> float | None:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number > 0 else None
+
+
+def explain_report(
+    report: CompareReport, base: SavedSide, cand: SavedSide, rules: Rules
+) -> tuple[CellExplanation, ...]:
+    """An explanation per matched pair of cells that has profiles or internals on both
+    sides, in the order of the report's rows."""
+    pairs: dict[tuple[str, str, str, str], None] = {}
+    for row in report.rows:
+        pairs[(row.candidate, row.label, row.base_cell, row.cand_cell)] = None
+    found = []
+    for candidate, label, base_cell, cand_cell in pairs:
+        explanation = explain_cells(
+            cell_evidence(base, base_cell),
+            cell_evidence(cand, cand_cell),
+            rules,
+            candidate=candidate,
+            label=label,
+            base_cell=base_cell,
+            cand_cell=cand_cell,
+        )
+        if explanation is not None:
+            found.append(explanation)
+    return tuple(found)

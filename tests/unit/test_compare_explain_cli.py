@@ -1,0 +1,114 @@
+"""`dbrig compare` says why: its 'why' tables, differential flame graphs and the
+explanation in JSON and Markdown, on a real run with CPU profiles and server internals
+(tests/fixtures/runs/explain/README.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pandas as pd
+
+from dbrig.commands import compare_command
+from tests.helpers.cli import invoke as invoke_command
+from tests.helpers.files import COMPARE_RUNS
+
+RUN = Path(__file__).parents[1] / "fixtures" / "runs" / "explain" / "flush-log"
+BY = ["--by", "innodb_flush_log_at_trx_commit"]
+BASE, CAND = "innodb_flush_log_at_trx_commit=1", "innodb_flush_log_at_trx_commit=2"
+
+
+def invoke(args: list[str]) -> tuple[int, str]:
+    return invoke_command(compare_command, args)
+
+
+def _table(out: str, title: str) -> list[str]:
+    """The lines of the 'why' table whose caption holds ``title``."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("why,") and title in line)
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("└"))
+    return lines[start : end + 1]
+
+
+def test_compare_by_a_factor_names_what_moved_in_each_group() -> None:
+    code, out = invoke([str(RUN), *BY, "--explain-rows", "5"])
+    assert code == 0, out
+    for title in ("CPU functions by self share", "CPU functions by total share"):
+        table = _table(out, title)
+        assert BASE in table[2] and CAND in table[2]  # the groups head the columns
+        assert len([line for line in table if line.startswith("│")]) == 5
+    statements = _table(out, "statements by time per transaction")
+    commit = next(line for line in statements if "COMMIT (sbtest)" in line)
+    # flush at every commit (1) against once a second (2): COMMIT's time per transaction
+    assert commit.rstrip(" │").endswith("less")
+    waits = _table(out, "wait events by time per transaction (µs/txn), 3/3 trials")
+    assert any("wait/io/" in line for line in waits)
+    assert "differential flame graphs: --explain-dir DIR" in out
+
+
+def test_the_flame_graph_json_and_markdown_outputs(tmp_path: Path) -> None:
+    folder = tmp_path / "why"
+    paths = {ext: tmp_path / f"out.{ext}" for ext in ("json", "md", "html")}
+    code, out = invoke(
+        [str(RUN), *BY, "--explain-dir", str(folder)]
+        + [
+            arg
+            for ext, path in paths.items()
+            for arg in (f"--{ext.replace('md', 'markdown')}", str(path))
+        ]
+    )
+    assert code == 0, out
+    (svg,) = folder.glob("*.svg")
+    assert f"differential flame graph: {svg}" in out
+    root = ET.parse(svg).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg" and "do_command" in svg.read_text()
+    (explanation,) = json.loads(paths["json"].read_text())["explanations"]
+    assert explanation["candidate"] == CAND and explanation["baseline_cell"] == "c000"
+    kinds = [t["kind"] for t in explanation["tables"]]
+    assert kinds == ["self", "total", "waits", "digests"]
+    assert all(len(t["rows"]) <= 10 for t in explanation["tables"])
+    row = explanation["tables"][0]["rows"][0]
+    assert row["n_baseline"] == row["n_candidate"] == 3 and row["ci_low"] < row["delta"]
+    assert "<summary>Why: (single cell)" in paths["md"].read_text()
+    page = paths["html"].read_text()
+    assert "dbrigDiffSearch" in page and "Why: CPU profiles and server internals" in page
+
+
+def test_explain_rows_0_turns_the_explanation_off() -> None:
+    code, out = invoke([str(RUN), *BY, "--explain-rows", "0"])
+    assert code == 0 and "why," not in out and "flame graph" not in out
+    code, out = invoke([str(RUN), *BY, "--explain-rows", "0", "--explain-dir", "/tmp/x"])
+    assert code == 2 and "--explain-dir" in out
+
+
+def test_one_trial_a_side_gives_means_and_says_why_there_is_no_interval(tmp_path: Path) -> None:
+    run = tmp_path / "flush-log"
+    shutil.copytree(RUN, run)
+    results = pd.read_csv(run / "results.csv")
+    for trial in results.loc[results["repetition"] != 1, "trial"]:
+        shutil.rmtree(run / "trials" / trial)
+    results[results["repetition"] == 1].to_csv(run / "results.csv", index=False)
+    code, out = invoke([str(run), *BY])
+    assert code == 0, out
+    table = _table(out, "CPU functions by self share")
+    assert "1/1 trials" in table[0]
+    assert all(line.rstrip(" │").endswith("n < 2") for line in table if line.startswith("│ "))
+    assert "note: 1/1 trials (baseline/candidate): fewer than 2 trials on a side" in out
+
+
+def test_two_runs_explain_cell_by_cell(tmp_path: Path) -> None:
+    other = tmp_path / "again"
+    shutil.copytree(RUN, other)
+    code, out = invoke([str(RUN), str(other), "--explain-rows", "3"])
+    assert code == 0, out
+    table = _table(out, "CPU functions by self share")
+    assert "flush-log → again" in table[0] and "innodb_flush_log_at_trx_commit=1" in table[0]
+    # the same trials on both sides: nothing moved, and nothing is claimed
+    assert all("+0 " in line and "unclear" in line for line in table if line.startswith("│ "))
+
+
+def test_runs_without_profiles_or_internals_print_no_explanation() -> None:
+    code, out = invoke([str(COMPARE_RUNS / "base"), str(COMPARE_RUNS / "aa")])
+    assert code == 0 and "why," not in out and "flame graph" not in out
