@@ -15,7 +15,7 @@ from dbrig.host.perf import paranoid_problem
 from dbrig.report.flamegraph import SEARCH_SCRIPT, WIDTH_PX, frame_colour, render_svg
 from dbrig.run.plan_profile import check_profiling
 from dbrig.sampling import profile
-from dbrig.sampling.registry import SamplerInputs, TrialFacts, sampler_entry, select
+from dbrig.sampling.registry import SamplerInputs, TrialFacts, Where, sampler_entry, select
 from dbrig.sampling.schedule import SampleTiming
 from dbrig.scenario import Plan, load
 
@@ -256,6 +256,32 @@ def test_the_profile_sampler_applies_only_when_a_frequency_is_set() -> None:
     assert [e.key for e in select(on)] == ["profile"]
 
 
+def test_a_server_its_agent_samples_is_profiled_there_not_here() -> None:
+    agent = TrialFacts(False, True, server_samples_its_host=True, profile_hz=99)
+    assert [e.key for e in select(agent)] == ["server-profile"]
+    assert sampler_entry("server-profile").where is Where.SERVER_HOST
+    assert sampler_entry("server-profile").files == sampler_entry("profile").files
+
+
+REMOTE = "hosts: {db: {ssh: root@10.0.0.9}}\nserver: {kind: managed, host: db}\n"
+
+
+def test_a_server_on_another_host_is_profiled_without_asking_this_machines_perf(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its host is asked by preflight (run/remote_servers.py), over ssh."""
+    import dbrig.run.plan_profile as plan_profile
+
+    monkeypatch.setattr(plan_profile, "perf_problem", lambda: pytest.fail("perf probed here"))
+    check_profiling(_plan(tmp_path, f"name: p\n{REMOTE}{WORKLOAD}"))
+    client = WORKLOAD.replace("{frequency: 99}", "{frequency: 99, client: true}")
+    with pytest.raises(ConfigError) as refused:
+        check_profiling(_plan(tmp_path, f"name: p\n{REMOTE}{client}warmup: 1\n"))
+    assert "client: server 'default' runs on host 'db', whose agent profiles it" in str(
+        refused.value
+    )
+
+
 def test_the_profile_entry_records_the_server_from_the_window_start(tmp_path: Path) -> None:
     entry = sampler_entry("profile")
     now = [100.0]
@@ -303,10 +329,6 @@ sampling: {profile: {cpu: {frequency: 99}}}
         (
             "server: {kind: external, host: 127.0.0.1, port: 3306, user: u, reset: none}",
             "server 'default' is external",
-        ),
-        (
-            "hosts: {db: {ssh: root@10.0.0.9}}\nserver: {kind: managed, host: db}",
-            "server 'default' runs on host 'db': profiling a server on another host is not done",
         ),
     ],
 )
