@@ -406,3 +406,53 @@ def test_doctor_names_the_package_only_when_perf_is_missing(
     monkeypatch.setattr(doctor, "perf_problem", lambda: refused)
     kernel = doctor._profiler()
     assert not kernel.ok and kernel.package is None and refused in kernel.detail
+
+
+def test_doctor_host_says_whether_perf_can_record_a_server_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dbrig.commands import doctor
+    from dbrig.remote.ssh import SshTarget
+    from dbrig.run.remote_servers import PerfRefused
+    from dbrig.server.binary import ServerBinary
+
+    host = doctor.SshHost(SshTarget("db1", "root@db1"))
+    label = host.target.label
+    binary = ServerBinary(
+        Path("/usr/sbin/mariadbd"), "mariadb", "10.11.19", "mariadbd Ver 10.11", None, None
+    )
+    asked: list[bool] = []
+
+    def probe(host: object, python: str, basedir: object, *, perf: bool = False) -> ServerBinary:
+        asked.append(perf)
+        if perf and refused:
+            raise PerfRefused(f"{label}: perf is not installed")
+        return binary
+
+    monkeypatch.setattr(doctor, "probe_server_host", probe)
+    refused = False
+    agent, perf = doctor._remote_agent_and_perf(host, "python3")
+    assert agent.ok and perf.ok and asked == [True]
+    refused, asked[:] = True, []
+    agent, perf = doctor._remote_agent_and_perf(host, "python3")
+    assert agent.ok and "mariadbd Ver 10.11" in agent.detail
+    assert not perf.ok and not perf.required and perf.package == "linux-perf"
+    assert perf.detail.startswith("perf is not installed: no CPU profiles of a server there")
+
+
+def test_the_server_hosts_probe_says_why_perf_cannot_record_there(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    import dbrig.host.perf
+    from dbrig.remote import probe
+
+    monkeypatch.setattr(dbrig.host.perf, "perf_problem", lambda: "perf is not installed")
+    assert probe.main(["--perf"]) == 0
+    assert json.loads(capsys.readouterr().out)["perf"] == {"error": "perf is not installed"}
+    monkeypatch.setattr(dbrig.host.perf, "perf_problem", lambda: None)
+    probe.main(["--perf"])
+    assert json.loads(capsys.readouterr().out)["perf"] == {}
+    probe.main([])
+    assert "perf" not in json.loads(capsys.readouterr().out)
