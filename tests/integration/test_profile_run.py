@@ -95,7 +95,10 @@ def test_a_profile_that_falls_short_is_a_warning_and_the_trial_goes_on(
             # A managed server's capabilities are all the profile's selection reads (the
             # internals sampler's connection is not made: it is not selected).
             SimpleNamespace(  # type: ignore[arg-type]
-                capabilities=ManagedServerHandle.capabilities, host_sampler=None, connect=None
+                capabilities=ManagedServerHandle.capabilities,
+                host_sampler=None,
+                profiler=None,
+                connect=None,
             ),
             Sampling(enabled=False, profile={"cpu": {"frequency": 99}}),
             warmup=0,

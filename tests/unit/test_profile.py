@@ -15,7 +15,7 @@ from dbrig.host.perf import paranoid_problem
 from dbrig.report.flamegraph import SEARCH_SCRIPT, WIDTH_PX, frame_colour, render_svg
 from dbrig.run.plan_profile import check_profiling
 from dbrig.sampling import profile
-from dbrig.sampling.registry import SamplerInputs, TrialFacts, sampler_entry, select
+from dbrig.sampling.registry import SamplerInputs, TrialFacts, Where, sampler_entry, select
 from dbrig.sampling.schedule import SampleTiming
 from dbrig.scenario import Plan, load
 
@@ -256,6 +256,32 @@ def test_the_profile_sampler_applies_only_when_a_frequency_is_set() -> None:
     assert [e.key for e in select(on)] == ["profile"]
 
 
+def test_a_server_its_agent_samples_is_profiled_there_not_here() -> None:
+    agent = TrialFacts(False, True, server_samples_its_host=True, profile_hz=99)
+    assert [e.key for e in select(agent)] == ["server-profile"]
+    assert sampler_entry("server-profile").where is Where.SERVER_HOST
+    assert sampler_entry("server-profile").files == sampler_entry("profile").files
+
+
+REMOTE = "hosts: {db: {ssh: root@10.0.0.9}}\nserver: {kind: managed, host: db}\n"
+
+
+def test_a_server_on_another_host_is_profiled_without_asking_this_machines_perf(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its host is asked by preflight (run/remote_servers.py), over ssh."""
+    import dbrig.run.plan_profile as plan_profile
+
+    monkeypatch.setattr(plan_profile, "perf_problem", lambda: pytest.fail("perf probed here"))
+    check_profiling(_plan(tmp_path, f"name: p\n{REMOTE}{WORKLOAD}"))
+    client = WORKLOAD.replace("{frequency: 99}", "{frequency: 99, client: true}")
+    with pytest.raises(ConfigError) as refused:
+        check_profiling(_plan(tmp_path, f"name: p\n{REMOTE}{client}warmup: 1\n"))
+    assert "client: server 'default' runs on host 'db', whose agent profiles it" in str(
+        refused.value
+    )
+
+
 def test_the_profile_entry_records_the_server_from_the_window_start(tmp_path: Path) -> None:
     entry = sampler_entry("profile")
     now = [100.0]
@@ -303,10 +329,6 @@ sampling: {profile: {cpu: {frequency: 99}}}
         (
             "server: {kind: external, host: 127.0.0.1, port: 3306, user: u, reset: none}",
             "server 'default' is external",
-        ),
-        (
-            "hosts: {db: {ssh: root@10.0.0.9}}\nserver: {kind: managed, host: db}",
-            "server 'default' runs on host 'db': profiling a server on another host is not done",
         ),
     ],
 )
@@ -384,3 +406,53 @@ def test_doctor_names_the_package_only_when_perf_is_missing(
     monkeypatch.setattr(doctor, "perf_problem", lambda: refused)
     kernel = doctor._profiler()
     assert not kernel.ok and kernel.package is None and refused in kernel.detail
+
+
+def test_doctor_host_says_whether_perf_can_record_a_server_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dbrig.commands import doctor
+    from dbrig.remote.ssh import SshTarget
+    from dbrig.run.remote_servers import PerfRefused
+    from dbrig.server.binary import ServerBinary
+
+    host = doctor.SshHost(SshTarget("db1", "root@db1"))
+    label = host.target.label
+    binary = ServerBinary(
+        Path("/usr/sbin/mariadbd"), "mariadb", "10.11.19", "mariadbd Ver 10.11", None, None
+    )
+    asked: list[bool] = []
+
+    def probe(host: object, python: str, basedir: object, *, perf: bool = False) -> ServerBinary:
+        asked.append(perf)
+        if perf and refused:
+            raise PerfRefused(f"{label}: perf is not installed")
+        return binary
+
+    monkeypatch.setattr(doctor, "probe_server_host", probe)
+    refused = False
+    agent, perf = doctor._remote_agent_and_perf(host, "python3")
+    assert agent.ok and perf.ok and asked == [True]
+    refused, asked[:] = True, []
+    agent, perf = doctor._remote_agent_and_perf(host, "python3")
+    assert agent.ok and "mariadbd Ver 10.11" in agent.detail
+    assert not perf.ok and not perf.required and perf.package == "linux-perf"
+    assert perf.detail.startswith("perf is not installed: no CPU profiles of a server there")
+
+
+def test_the_server_hosts_probe_says_why_perf_cannot_record_there(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    import dbrig.host.perf
+    from dbrig.remote import probe
+
+    monkeypatch.setattr(dbrig.host.perf, "perf_problem", lambda: "perf is not installed")
+    assert probe.main(["--perf"]) == 0
+    assert json.loads(capsys.readouterr().out)["perf"] == {"error": "perf is not installed"}
+    monkeypatch.setattr(dbrig.host.perf, "perf_problem", lambda: None)
+    probe.main(["--perf"])
+    assert json.loads(capsys.readouterr().out)["perf"] == {}
+    probe.main([])
+    assert "perf" not in json.loads(capsys.readouterr().out)

@@ -6,6 +6,7 @@ import io
 import json
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,11 @@ import dbrig
 from dbrig.errors import ConfigError, ServerError, ServerInitError, ToolMissing
 from dbrig.remote import protocol
 from dbrig.remote.agent import Agent, serve
+from dbrig.remote.profiling import AgentProfile, RemoteProfile
 from dbrig.remote.samples import merge_remote_samples
 from dbrig.remote.server import (
     AGENT_MODULE,
+    AgentLost,
     RemoteServerHandle,
     agent_argv,
     agent_target,
@@ -24,7 +27,8 @@ from dbrig.remote.server import (
 )
 from dbrig.remote.ssh import SshHost, SshTarget
 from dbrig.run.ssh_client import _direct
-from dbrig.sampling import summarize_cell
+from dbrig.sampling import profile, summarize_cell
+from dbrig.sampling.schedule import SampleTiming
 from dbrig.scenario import ManagedServer
 from dbrig.scenario.load import plan_from_dict
 from dbrig.scenario.model import HostSpec
@@ -244,3 +248,102 @@ def test_a_remote_client_reaches_a_remote_server_on_its_own_host_by_loopback(
     finally:
         handle.close(keep_data=True)
         load1.close()
+
+
+# -- a CPU profile through the agent ----------------------------------------------------------
+
+
+def test_a_profile_answer_travels_as_one_line_and_reads_back() -> None:
+    folded = "mariadbd;do_command;filesort 3\nmariadbd;[unknown] (libc.so.6) 1\n"
+    result = protocol.profile_answer(
+        folded, "[ perf record: Woken up 1 times ]\n", {"profile_samples": 4}, ["a\nline"]
+    )
+    line = protocol.encode_result(result)
+    assert line.count(b"\n") == 1
+    answer = protocol.read_profile_answer(protocol.decode_response(line))
+    assert answer.folded == folded and answer.record_out.startswith("[ perf record")
+    assert answer.metrics == {"profile_samples": 4.0}
+    assert answer.warnings == ("a line",)
+
+
+@pytest.mark.parametrize(
+    ("result", "says"),
+    [
+        ("perf.data", "not an object"),
+        ({"folded": b"x", "record_out": ""}, "folded and record_out"),
+        ({"folded": "", "record_out": "", "metrics": {"n": "1"}, "warnings": []}, "not numbers"),
+        ({"folded": "", "record_out": "", "metrics": {}, "warnings": "w"}, "not lines"),
+    ],
+)
+def test_a_profile_answer_of_another_shape_is_a_protocol_error(result: object, says: str) -> None:
+    with pytest.raises(protocol.ProtocolError, match=says):
+        protocol.read_profile_answer(result)
+
+
+def test_a_profile_request_asks_for_the_window_not_for_now() -> None:
+    sent: list[tuple] = []
+    timing = SampleTiming(clock=lambda: 100.0, t0=102.5, warmup_s=2.5)
+    remote = RemoteProfile(lambda *a, **k: sent.append((a, k)), timing, 49, "server 'db' on db1")
+    remote.start()
+    assert sent == [(("profile_start",), {"frequency": 49, "t0_in_s": 2.5})]
+    line = protocol.encode_request(sent[0][0][0], sent[0][1])
+    assert protocol.decode_request(line) == ("profile_start", {"frequency": 49, "t0_in_s": 2.5})
+
+
+def test_a_remote_profile_writes_the_trials_files_and_gives_its_metric(tmp_path: Path) -> None:
+    answer = protocol.profile_answer(
+        "mariadbd;do_command 7\n", "perf said\n", {"profile_samples": 7}, []
+    )
+    timing = SampleTiming(clock=lambda: 0.0, t0=0.0)
+    remote = RemoteProfile(lambda op, *a, **k: answer, timing, 99, "server 'db' on db1")
+    remote.stop()
+    outcome = remote.collect(tmp_path)
+    assert (tmp_path / profile.FOLDED).read_text() == "mariadbd;do_command 7\n"
+    assert (tmp_path / profile.RECORD_OUT).read_text() == "perf said\n"
+    assert outcome.metrics == {"profile_samples": 7.0} and outcome.warnings == ()
+
+
+def test_a_profile_the_agent_lost_is_a_warning_and_an_empty_profile(tmp_path: Path) -> None:
+    def lost(op: str, *args: object, **kwargs: object) -> None:
+        raise AgentLost("server 'db' on db1: the connection to its agent was lost")
+
+    remote = RemoteProfile(lost, SampleTiming(clock=lambda: 0.0), 99, "server 'db' on db1")
+    remote.stop()
+    outcome = remote.collect(tmp_path)
+    assert remote.error is None  # the trial's own failure says why; the profile is a line
+    assert (tmp_path / profile.FOLDED).read_text() == ""
+    assert outcome.metrics == {"profile_samples": 0.0}
+    assert outcome.warnings[0].startswith("profile: the profile of server 'db' on db1 was lost")
+
+
+def test_the_agents_profile_without_a_server_says_so_and_leaves_no_file(tmp_path: Path) -> None:
+    """No server process when the window starts: perf is not started, the answer says
+    why, and the profile's folder is gone."""
+    folder = tmp_path / "profile"
+    recording = AgentProfile(folder, 99, time.monotonic(), lambda: None)
+    recording.start()
+    time.sleep(0.1)
+    answer = protocol.read_profile_answer(recording.finish())
+    assert answer.folded == "" and answer.metrics == {"profile_samples": 0.0}
+    assert answer.warnings == ("profile: no server process to record (no pid)",)
+    assert not folder.exists()
+
+
+def test_a_profile_stopped_in_the_warm_up_records_nothing(tmp_path: Path) -> None:
+    asked: list[int] = []
+    recording = AgentProfile(tmp_path / "p", 99, time.monotonic() + 60, lambda: asked.append(1))
+    recording.start()
+    assert recording.finish()["folded"] == ""
+    assert asked == [] and not (tmp_path / "p").exists()
+
+
+def test_profile_stop_without_a_start_is_an_error_answer() -> None:
+    agent = Agent()
+    with pytest.raises(protocol.ProtocolError, match="profile_stop without profile_start"):
+        protocol.decode_response(agent.handle_line(protocol.encode_request("profile_stop")))
+    with pytest.raises(protocol.ProtocolError, match="the first request is open"):
+        protocol.decode_response(
+            agent.handle_line(
+                protocol.encode_request("profile_start", {"frequency": 99, "t0_in_s": 1})
+            )
+        )

@@ -62,6 +62,9 @@ class FakeHandle:
     def host_sampler(self, timing: SampleTiming, devices: list[str] | None) -> Any:
         return RecordingSampler("server-host", devices=devices)
 
+    def profiler(self, timing: SampleTiming, frequency: int) -> Any:
+        return RecordingSampler("server-profile")
+
 
 class FakeConnection:
     def __init__(self, number: int) -> None:
@@ -410,3 +413,30 @@ def _trial(folder: Path, handle: Any) -> samplers.SampledTrial:
         pinned_cores=None,
         processes_here=True,
     )
+
+
+@dataclass
+class _AgentsProfile(RecordingSampler):
+    def collect(self, folder: Path) -> ProfileOutcome:
+        (folder / "profile.folded").write_text("mariadbd;do_command 3\n")
+        return ProfileOutcome({"profile_samples": 3.0}, ("profile: a line from there",))
+
+
+def test_a_server_whose_agent_samples_its_host_is_profiled_by_its_handle(tmp_path: Path) -> None:
+    """The agent records and folds there: what its ``collect`` gives reaches the trial."""
+
+    class Remote(FakeHandle):
+        def profiler(self, timing: SampleTiming, frequency: int) -> Any:
+            assert frequency == 99
+            return _AgentsProfile("server-profile")
+
+    trial = dataclasses.replace(
+        _trial(tmp_path, Remote(RemoteServerHandle)),
+        sampling=Sampling(enabled=False, profile={"cpu": {"frequency": 99}}),
+    )
+    found: dict[str, float] = {}
+    with samplers.sampled(trial, found) as running:
+        assert [s.key for s in running] == ["server-profile"]
+    assert found["profile_samples"] == 3.0
+    assert trial.warnings == ["profile: a line from there"]
+    assert (tmp_path / "profile.folded").read_text() == "mariadbd;do_command 3\n"

@@ -20,9 +20,9 @@ from dbrig.host.perf import NOT_INSTALLED, perf_problem
 from dbrig.proc import which
 from dbrig.remote.ssh import SshError, SshHost, SshTarget
 from dbrig.run.remote import target
-from dbrig.run.remote_servers import probe_server_host
+from dbrig.run.remote_servers import PerfRefused, probe_server_host
 from dbrig.scenario import load
-from dbrig.server.binary import find_server
+from dbrig.server.binary import ServerBinary, find_server
 from dbrig.server.sandbox import MAX_SOCKET_PATH
 from dbrig.tools.base import ToolInfo
 from dbrig.tools.registry import all_tools
@@ -161,7 +161,7 @@ def remote_checks(host: SshHost, python: str = "python3") -> Iterator[Check]:
     for info, required in all_tools():
         yield _remote_tool(host, info, required)
     yield _remote_tool(host, TASKSET, required=False)
-    yield _remote_agent(host, python)
+    yield from _remote_agent_and_perf(host, python)
     _, output = host.run(["sh", "-c", _REMOTE_FACTS], wrap=False)
     facts = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
     yield Check("user", True, facts.get("user") or "?")
@@ -171,15 +171,42 @@ def remote_checks(host: SshHost, python: str = "python3") -> Iterator[Check]:
     yield Check("kernel", True, facts.get("kernel") or "?")
 
 
+def _remote_agent_and_perf(host: SshHost, python: str) -> Iterator[Check]:
+    """The agent's row, then perf's there (for a server there: optional), from one probe
+    when perf can record (a second, without perf, when it cannot)."""
+    try:
+        binary = probe_server_host(host, python, None, perf=True)
+    except PerfRefused as exc:
+        yield _remote_agent(host, python)
+        problem = exc.message.removeprefix(f"{host.target.label}: ")
+        package = PERF_PACKAGE if problem == NOT_INSTALLED else None
+        detail = f"{problem}: no CPU profiles of a server there"
+        yield Check("perf", False, detail, False, package=package)
+        return
+    except ConfigError as exc:
+        yield _agent_failed(host, exc)
+        return  # perf is asked by the agent's probe: not there either
+    yield _agent_check(python, binary)
+    yield Check("perf", True, "CPU profiles of a server there can be recorded", False)
+
+
+def _agent_check(python: str, binary: ServerBinary) -> Check:
+    detail = f"dbrig {dbrig.__version__} ({python}), {binary.version_line}"
+    return Check("server agent", True, detail, required=False)
+
+
+def _agent_failed(host: SshHost, exc: ConfigError) -> Check:
+    detail = exc.message.removeprefix(f"{host.target.label}: ")
+    return Check("server agent", False, f"{detail} (for server.host)", required=False)
+
+
 def _remote_agent(host: SshHost, python: str) -> Check:
     """What ``server.host`` needs there: this dbrig's agent and a server it finds."""
     try:
         binary = probe_server_host(host, python, None)
     except ConfigError as exc:
-        detail = exc.message.removeprefix(f"{host.target.label}: ")
-        return Check("server agent", False, f"{detail} (for server.host)", required=False)
-    detail = f"dbrig {dbrig.__version__} ({python}), {binary.version_line}"
-    return Check("server agent", True, detail, required=False)
+        return _agent_failed(host, exc)
+    return _agent_check(python, binary)
 
 
 TASKSET = ToolInfo(name="taskset", binaries=("taskset",), package="util-linux")

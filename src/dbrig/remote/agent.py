@@ -4,7 +4,9 @@ It drives one managed server there with the same code a local run uses
 (:class:`dbrig.server.handles.ManagedServerHandle`: init, base and data-set
 snapshots, restore, start, stop) and samples that host with the same samplers
 (:class:`dbrig.sampling.HostSampler`: CPU per core, disks, memory, the server's
-processes), so a remote trial has the columns of a local one.
+processes), so a remote trial has the columns of a local one. It records the
+server's CPU profile there too when a trial asks (``perf record`` over the measured
+window, folded there: :mod:`dbrig.remote.profiling`); only the folded stacks travel.
 
 It reads one request per line on stdin and answers one line on stdout
 (:mod:`dbrig.remote.protocol`). Its stdout carries only the protocol: anything
@@ -17,9 +19,10 @@ original values in the server's folder as soon as it reads them.
 When stdin ends (dbrig closed it, dbrig died, the ssh connection dropped), or on
 SIGTERM or SIGHUP, it stops the server and everything else it started (every child
 is in a process group of its own and gets SIGTERM if the agent itself is killed:
-:mod:`dbrig.proc`), puts the original ``system`` values back and exits (after a
-SIGKILL, the next agent of that folder puts them back). The datadir and snapshots
-stay for the next agent unless dbrig asked for them to go (``close``).
+:mod:`dbrig.proc`), removes perf's files of a profile under way, puts the original
+``system`` values back and exits (after a SIGKILL, the next agent of that folder puts
+them back and removes those files). The datadir and snapshots stay for the next
+agent unless dbrig asked for them to go (``close``).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from dbrig.errors import DbrigError, ServerError
 from dbrig.host import probe
 from dbrig.host.settings import SystemSettings, SystemState, device_under
 from dbrig.remote import protocol
+from dbrig.remote.profiling import PROFILE_FOLDER, AgentProfile
 from dbrig.sampling import HostSampler, SampleTiming
 from dbrig.scenario import ManagedServer
 from dbrig.server.binary import find_server
@@ -68,6 +72,7 @@ class Agent:
         self.home: Path | None = None
         self.account: tuple[str, str] | None = None  # (user, password): never logged
         self.sampler: HostSampler | None = None
+        self.profile: AgentProfile | None = None
         self.system: SystemState | None = None
         self._lock: IO[str] | None = None
         self._made: list[Path] = []  # the home and the parents open created, innermost first
@@ -89,6 +94,8 @@ class Agent:
             "died": self.died,
             "sampling_start": self.sampling_start,
             "sampling_stop": self.sampling_stop,
+            "profile_start": self.profile_start,
+            "profile_stop": self.profile_stop,
             "system_apply": self.system_apply,
             "logs": self.logs,
             "close": self.close,
@@ -138,6 +145,7 @@ class Agent:
             ownership.mark_owned(where, role="remote-server")  # refuses a folder not empty
         self._take_lock(where, name)
         _wait_for_old_server(where / "mysqld.pid", name)
+        shutil.rmtree(where / PROFILE_FOLDER, ignore_errors=True)  # a killed agent's perf files
         managed = ManagedServer(**spec)
         port = managed.port or _free_port_on(bind_address)
         managed = managed.model_copy(update={"port": port})
@@ -246,6 +254,7 @@ class Agent:
         if self.sampler is not None:
             self.sampler.stop()
             self.sampler = None
+        self._drop_profile()
         if self.handle is not None:
             self.handle.sandbox.close()
         proc.stop_all()
@@ -290,6 +299,32 @@ class Agent:
         files = {p.name: p.read_text() for p in sorted(folder.glob("*.csv"))}
         shutil.rmtree(folder, ignore_errors=True)
         return {"files": files, "error": sampler.error}
+
+    # -- the CPU profile ---------------------------------------------------------------------
+
+    def profile_start(self, frequency: int, t0_in_s: float) -> None:
+        """perf record of the server from the measured window's start, ``t0_in_s`` from
+        now, until ``profile_stop`` (remote/profiling.py)."""
+        self._drop_profile()  # a trial that ended without profile_stop (the agent was lost)
+        self.profile = AgentProfile(
+            self._home() / PROFILE_FOLDER,
+            frequency,
+            time.monotonic() + t0_in_s,
+            lambda: self.handle.pid if self.handle else None,
+        )
+        self.profile.start()
+
+    def profile_stop(self) -> dict[str, Any]:
+        """The folded stacks, perf record's output and the trial's lines; perf's files go."""
+        profile, self.profile = self.profile, None
+        if profile is None:
+            raise protocol.ProtocolError("profile_stop without profile_start")
+        return profile.finish()
+
+    def _drop_profile(self) -> None:
+        profile, self.profile = self.profile, None
+        if profile is not None:
+            profile.discard()
 
     def _sampling_folder(self) -> Path:
         return self._home() / "sampling"

@@ -1,4 +1,4 @@
-"""``python3 -m dbrig.remote.probe [basedir] [--system JSON --home DIR]``: what
+"""``python3 -m dbrig.remote.probe [basedir] [--system JSON --home DIR] [--perf]``: what
 preflight asks a server's host.
 
 One JSON line on stdout: this dbrig's version and the server the agent would run
@@ -6,9 +6,10 @@ there (:func:`dbrig.server.binary.find_server`), or the reason it finds none; wi
 ``--system`` (a JSON list of the cells' ``system`` blocks), whether this host can
 apply them to the device under ``--home`` (the agent's datadirs, relative: to this
 user's home), checked by :func:`dbrig.host.settings.check` as a local run checks
-its own. Kept apart from the agent so the question costs an interpreter start, not
-the agent's imports (pymysql, psutil, the samplers): preflight asks it of every
-server host.
+its own; with ``--perf``, whether perf can record CPU profiles there
+(:func:`dbrig.host.perf.perf_problem`, the check a local run makes). Kept apart
+from the agent so the question costs an interpreter start, not the agent's imports
+(pymysql, psutil, the samplers): preflight asks it of every server host.
 """
 
 from __future__ import annotations
@@ -61,15 +62,26 @@ def probe_system(wanted: list[dict[str, Any]], home: str) -> dict[str, Any]:
     return {}
 
 
+def probe_perf() -> dict[str, Any]:
+    """Whether perf can record the server here: {} or why not."""
+    from dbrig.host.perf import perf_problem
+
+    problem = perf_problem()
+    return {} if problem is None else {"error": problem}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python3 -m {PROBE_MODULE}")
     parser.add_argument("basedir", nargs="?")
     parser.add_argument("--system", help="JSON list of system blocks to check")
     parser.add_argument("--home", default=".", help="where the datadirs go")
+    parser.add_argument("--perf", action="store_true", help="check that perf can record here")
     args = parser.parse_args(argv)
     answer = probe_server(args.basedir)
     if args.system:
         answer["system"] = probe_system(json.loads(args.system), args.home)
+    if args.perf:
+        answer["perf"] = probe_perf()
     print(json.dumps(answer))
     return 0
 

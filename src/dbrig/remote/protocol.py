@@ -15,12 +15,17 @@ its hint, and is raised again on dbrig's side as that class, so a remote failure
 (and exits) like a local one. Secrets (the benchmark account's password) travel only in
 requests, on stdin: never on a command line, never in the agent's log.
 
+A CPU profile's answer (``profile_stop``) has a shape of its own, checked on dbrig's
+side (:func:`read_profile_answer`): the folded stacks, never perf's data file.
+
 Pure functions: no I/O, tested without an agent.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from dbrig import errors
@@ -137,3 +142,52 @@ def error_class(kind: str) -> type[DbrigError]:
     if isinstance(found, type) and issubclass(found, DbrigError):
         return found
     return ServerError
+
+
+# -- a CPU profile's answer ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProfileAnswer:
+    """What ``profile_stop`` sends back: profile.folded's text, perf record's output, and
+    the trial's metric and lines, as the agent's host computed them."""
+
+    folded: str
+    record_out: str
+    metrics: dict[str, float]
+    warnings: tuple[str, ...]
+
+
+def profile_answer(
+    folded: str, record_out: str, metrics: Mapping[str, float], warnings: list[str]
+) -> dict[str, Any]:
+    return {
+        "folded": folded,
+        "record_out": record_out,
+        "metrics": dict(metrics),
+        "warnings": warnings,
+    }
+
+
+def read_profile_answer(result: Any) -> ProfileAnswer:
+    """``profile_stop``'s result, checked (a ProtocolError names what is wrong)."""
+    if not isinstance(result, Mapping):
+        raise ProtocolError(
+            f"the agent protocol: a profile is not an object: {_clip(str(result))!r}"
+        )
+    folded, record_out = result.get("folded"), result.get("record_out")
+    metrics, warnings = result.get("metrics"), result.get("warnings")
+    if not isinstance(folded, str) or not isinstance(record_out, str):
+        raise ProtocolError("the agent protocol: a profile needs folded and record_out texts")
+    if not isinstance(metrics, Mapping) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in metrics.values()
+    ):
+        raise ProtocolError(f"the agent protocol: a profile's metrics are not numbers: {metrics!r}")
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        raise ProtocolError(f"the agent protocol: a profile's warnings are not lines: {warnings!r}")
+    return ProfileAnswer(
+        folded=folded,
+        record_out=record_out,
+        metrics={str(k): float(v) for k, v in metrics.items()},
+        warnings=tuple(one_line(w) for w in warnings),
+    )

@@ -38,6 +38,7 @@ from dbrig.endpoint import Credentials, Endpoint, is_loopback
 from dbrig.errors import DbrigError, ServerError
 from dbrig.host.settings import SystemSettings, SystemState
 from dbrig.remote import protocol
+from dbrig.remote.profiling import RemoteProfile
 from dbrig.remote.samples import merge_remote_samples
 from dbrig.remote.ssh import SshError, SshHost, SshTarget, remote_command, resolved_hostname
 from dbrig.sampling import SampleTiming
@@ -425,6 +426,10 @@ class RemoteServerHandle:
     def host_sampler(self, timing: SampleTiming, devices: list[str] | None) -> RemoteSampling:
         """The agent's sampler of the server's host, for one trial."""
         return RemoteSampling(self, timing, devices)
+
+    def profiler(self, timing: SampleTiming, frequency: int) -> RemoteProfile:
+        """The server's CPU profile for one trial, recorded and folded by its agent."""
+        return RemoteProfile(self.call, timing, frequency, self.where)
 
     def close(self, keep_data: bool) -> None:
         """Fetch the server's logs into ``home/remote/``, then stop everything there (a lost

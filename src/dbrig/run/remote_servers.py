@@ -1,6 +1,7 @@
 """Managed servers on other hosts, before the run: each server host answers over ssh,
-has this dbrig and a server, and can apply the ``system`` settings of its cells
-(``python3 -m dbrig.remote.probe`` there). Preflight and ``--dry-run`` ask; ``dbrig
+has this dbrig and a server, can apply the ``system`` settings of its cells and,
+when they ask for CPU profiles, lets perf record there (``python3 -m
+dbrig.remote.probe`` there). Preflight and ``--dry-run`` ask; ``dbrig
 doctor --host`` asks one host."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dbrig.errors import ConfigError
 from dbrig.remote.probe import PROBE_MODULE
 from dbrig.remote.server import REMOTE_HOME_ROOT
 from dbrig.remote.ssh import SSH_FAILED, SshError, SshHost, connection_error
+from dbrig.run.plan_profile import KEY as PROFILE_KEY
 from dbrig.run.remote import target
 from dbrig.scenario import ManagedServer, Plan
 from dbrig.server.binary import ServerBinary
@@ -36,6 +38,10 @@ class SystemRefused(ConfigError):
     """The server's host cannot apply the cells' ``system`` settings."""
 
 
+class PerfRefused(ConfigError):
+    """perf cannot record CPU profiles on the server's host."""
+
+
 def on_host(message: str, label: str) -> str:
     """A settings message naming the host after its key: ``system.io_scheduler: 'x' is
     not offered ...`` -> ``system.io_scheduler: hosts.db1 (...): 'x' is not offered ...``."""
@@ -49,6 +55,12 @@ def system_blocks(plan: Plan, server: str) -> list[dict]:
     """The ``system`` blocks of the cells on ``server`` that set something, as JSON."""
     blocks = [c.scenario.system for c in plan.cells if c.server == server]
     return [b.model_dump(mode="json") for b in blocks if b.active]
+
+
+def profiled(plan: Plan, server: str) -> bool:
+    """A cell on ``server`` asks for a CPU profile."""
+    cells = [c for c in plan.cells if c.server == server]
+    return any(c.scenario.sampling.profile.cpu.frequency > 0 for c in cells)
 
 
 def _check_one_device_owner_per_host(plan: Plan) -> None:
@@ -90,7 +102,13 @@ def check_server_hosts(plan: Plan) -> dict[str, ServerBinary]:
         system = system_blocks(plan, name)
         try:
             host.check_reachable()
-            found[name] = probe_server_host(host, host_spec.python, spec.basedir, system)
+            found[name] = probe_server_host(
+                host, host_spec.python, spec.basedir, system, perf=profiled(plan, name)
+            )
+        except PerfRefused as exc:
+            raise ConfigError(
+                f"{plan.source}: {PROFILE_KEY}: {exc.message}", hint=exc.hint
+            ) from None
         except SystemRefused as exc:
             raise ConfigError(f"{plan.source}: {exc.message}", hint=exc.hint) from None
         except SshError as exc:
@@ -105,15 +123,23 @@ def check_server_hosts(plan: Plan) -> dict[str, ServerBinary]:
 
 
 def probe_server_host(
-    host: SshHost, python: str, basedir: Path | None, system: list[dict] | None = None
+    host: SshHost,
+    python: str,
+    basedir: Path | None,
+    system: list[dict] | None = None,
+    *,
+    perf: bool = False,
 ) -> ServerBinary:
     """``python3 -m dbrig.remote.probe`` there: dbrig's version and the server; with
     ``system`` (blocks that set something), whether that host can apply them under
-    ``~/.dbrig`` (:class:`SystemRefused` otherwise)."""
+    ``~/.dbrig`` (:class:`SystemRefused` otherwise); with ``perf``, whether perf can
+    record the server there (:class:`PerfRefused` otherwise)."""
     label = host.target.label
     argv = [*shlex.split(python), "-m", PROBE_MODULE, *([str(basedir)] if basedir else [])]
     if system:
         argv += ["--system", json.dumps(system), "--home", REMOTE_HOME_ROOT]
+    if perf:
+        argv.append("--perf")
     code, output = host.run(argv, wrap=False)
     install = f"pip install dbrig=={dbrig.__version__} there"
     if code == SSH_FAILED:
@@ -148,6 +174,12 @@ def probe_server_host(
     refused = answer.get("system", {}).get("error")
     if refused:
         raise SystemRefused(on_host(refused, label), hint=answer["system"].get("hint"))
+    if problem := answer.get("perf", {}).get("error"):
+        raise PerfRefused(
+            f"{label}: {problem}",
+            hint=f"install Debian's linux-perf on {host.target.destination} (or let its "
+            f"user record: kernel.perf_event_paranoid), or set {PROFILE_KEY} to 0",
+        )
     server = answer["server"]
     return ServerBinary(
         mysqld=Path(server["mysqld"]),

@@ -136,6 +136,7 @@ def sampled(
         processes=trial.processes,
         status=fetch,
         server_host=trial.server.host_sampler,
+        server_profile=trial.server.profiler,
         profile_hz=trial.sampling.profile.cpu.frequency,
         profile_client=trial.sampling.profile.cpu.client,
         connect=trial.server.connect,
@@ -156,7 +157,7 @@ def sampled(
         if close_status is not None:
             with contextlib.suppress(Exception):
                 close_status()
-    _collect(built, trial.folder)
+    _collect(built, trial.folder, metrics, trial.warnings)
     _finish(chosen, inputs, metrics, trial.warnings)
     metrics.update(
         sampling.summarize_cell(
@@ -256,11 +257,18 @@ def _finish(
             warnings.extend(outcome.warnings)
 
 
-def _collect(built: list[tuple[SamplerEntry, Any]], folder: Path) -> None:
-    """A full disk stops the run; each sampler's results put in the trial's folder."""
+def _collect(
+    built: list[tuple[SamplerEntry, Any]],
+    folder: Path,
+    metrics: dict[str, float],
+    warnings: list[str],
+) -> None:
+    """A full disk stops the run; each sampler's results put in the trial's folder (the
+    agent's), with what they add to the trial's metrics and warnings."""
     for _, sampler in built:
         if sampler.failure is not None and is_disk_full(sampler.failure):
             raise disk_full(folder) from sampler.failure
     for entry, sampler in built:
-        if entry.collect is not None:
-            entry.collect(sampler, folder)
+        if entry.collect is not None and (outcome := entry.collect(sampler, folder)):
+            metrics.update(outcome.metrics)
+            warnings.extend(outcome.warnings)

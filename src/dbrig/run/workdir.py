@@ -95,6 +95,9 @@ class WorkDirHandle:
     def host_sampler(self, timing: Any, devices: list[str] | None) -> HostSampling | None:
         return None
 
+    def profiler(self, timing: Any, frequency: int) -> None:
+        return None  # no server to profile
+
     def finish_trial(self) -> dict[str, float]:
         return {}
 

@@ -79,6 +79,8 @@ class SamplerInputs:
     # SHOW GLOBAL STATUS, name -> value (reconnecting when a fault may take the server away)
     status: Callable[[], Mapping[str, Any]] | None
     server_host: Callable[[SampleTiming, list[str] | None], Any] | None  # the handle's
+    # The handle's CPU profile of its server on its own host (timing, frequency): the agent's
+    server_profile: Callable[[SampleTiming, int], Any] | None = None
     profile_hz: int = 0  # sampling.profile.cpu.frequency
     profile_client: bool = False  # sampling.profile.cpu.client
     connect: Callable[[], Any] | None = None  # a new connection to the trial's server
@@ -100,8 +102,9 @@ class SamplerEntry:
     shares: str | None = None
     # A process the run side starts through dbrig.proc for the window (None: none).
     argv: Callable[[SamplerInputs], list[str] | None] = lambda inputs: None
-    # After every sampler of the trial stopped: its results put in the trial's folder.
-    collect: Callable[[Any, Path], None] | None = None
+    # After every sampler of the trial stopped: its results put in the trial's folder,
+    # and what they add to the trial (metrics, lines for its warnings), if anything.
+    collect: Callable[[Any, Path], profile.ProfileOutcome | None] | None = None
     # ``argv``'s process starts when the measured window does (after the warm-up), not
     # with the other samplers: its samples are the window's only.
     at_window_start: bool = False
@@ -137,6 +140,17 @@ def _server_host(inputs: SamplerInputs) -> Sampler:
 
 def _collect_server_host(sampler: Any, folder: Path) -> None:
     sampler.collect(folder)
+
+
+def _server_profile(inputs: SamplerInputs) -> Sampler:
+    assert inputs.server_profile is not None, "the server's handle records no profile there"
+    sampler = inputs.server_profile(inputs.timing, inputs.profile_hz)
+    assert sampler is not None, "the server's handle records no profile there"
+    return sampler
+
+
+def _collect_server_profile(sampler: Any, folder: Path) -> profile.ProfileOutcome:
+    return sampler.collect(folder)
 
 
 def _server_pid(inputs: SamplerInputs) -> int | None:
@@ -244,8 +258,8 @@ SAMPLERS: tuple[SamplerEntry, ...] = (
         "window (perf record), folded",
         files=(profile.FOLDED, profile.RECORD_OUT),
         metrics=("profile_samples",),
-        where=Where.HERE,  # a server elsewhere is refused when the plan is built
-        applies=lambda facts: facts.profile_hz > 0,
+        where=Where.HERE,
+        applies=lambda facts: facts.profile_hz > 0 and not facts.server_samples_its_host,
         build=lambda inputs: None,
         argv=_perf_record,
         at_window_start=True,  # the measured window only
@@ -253,6 +267,17 @@ SAMPLERS: tuple[SamplerEntry, ...] = (
         after=_perf_script,
         after_file=profile.SCRIPT,
         finish=_profile_outcome,
+    ),
+    SamplerEntry(
+        key="server-profile",
+        samples="the server's CPU stacks over the measured window, recorded (perf record) "
+        "and folded on its host by the agent there",
+        files=(profile.FOLDED, profile.RECORD_OUT),
+        metrics=("profile_samples",),
+        where=Where.SERVER_HOST,
+        applies=lambda facts: facts.profile_hz > 0 and facts.server_samples_its_host,
+        build=_server_profile,
+        collect=_collect_server_profile,
     ),
     SamplerEntry(
         key="internals",

@@ -169,6 +169,9 @@ class ManagedServerHandle:
     def host_sampler(self, timing: Any, devices: list[str] | None) -> HostSampling | None:
         return None  # this machine: dbrig's host sampler
 
+    def profiler(self, timing: Any, frequency: int) -> None:
+        return None  # dbrig's perf record, when it is a server of this machine
+
     def has_data_set(self, digest: str) -> bool:
         """True if data set ``digest`` is snapshotted here."""
         return self._data_set_path(digest).exists()
@@ -328,6 +331,9 @@ class ExternalServerHandle:
 
     def host_sampler(self, timing: Any, devices: list[str] | None) -> HostSampling | None:
         return None
+
+    def profiler(self, timing: Any, frequency: int) -> None:
+        return None  # its process is not dbrig's to record
 
     def describe_once(self) -> None:
         """Version, variables and where it is, asked once (for run.json and reports)."""

@@ -131,6 +131,11 @@ class Handle(Protocol):
         """The sampler of its host for one trial (``samples_its_host``), else None.
         ``timing`` is a :class:`dbrig.sampling.SampleTiming`."""
 
+    def profiler(self, timing: Any, frequency: int) -> Any:
+        """The CPU profile of its server for one trial, recorded on its own host
+        (``samples_its_host``: by the agent there, ``remote/profiling.py``), else None:
+        dbrig's own ``perf record`` profiles a server of this machine."""
+
     def finish_trial(self) -> dict[str, float]: ...
 
     def close(self, keep_data: bool) -> None: ...
