@@ -263,8 +263,9 @@ def _where_lines(plan: Plan, name: str) -> Iterator[str]:
     port = spec.port or "<chosen then>"
     yield (
         f"  server: on hosts.{spec.host} ({ssh}) through dbrig's agent ({host.python} -m "
-        f"{AGENT_MODULE}), in ~/{REMOTE_HOME_ROOT}/<run folder>-{name}; clients connect to "
-        f"{address}:{port} as {BENCHMARK_USER} (127.0.0.1 from hosts.{spec.host} itself)"
+        f"{AGENT_MODULE}), in ~/{REMOTE_HOME_ROOT}/<run folder>-<run id>-{name}; "
+        f"clients connect to {address}:{port} as {BENCHMARK_USER} (127.0.0.1 from "
+        f"hosts.{spec.host} itself)"
     )
 
 
