@@ -341,6 +341,21 @@ def spawn_dbrig(
     )
 
 
+@contextlib.contextmanager
+def killed_at_end(child: subprocess.Popen, *, group: bool = False) -> Iterator[subprocess.Popen]:
+    """``child`` for the block; SIGKILLed (with ``group``: its whole process group) and
+    reaped if it still runs when the block ends, so a failing test leaves no dbrig."""
+    try:
+        yield child
+    finally:
+        if child.poll() is None:
+            if group:
+                os.killpg(child.pid, signal.SIGKILL)
+            else:
+                child.kill()
+            child.wait()
+
+
 def sigkill_dbrig_mid_trial(
     args: list[str | Path],
     tmp_path: Path,
@@ -353,17 +368,12 @@ def sigkill_dbrig_mid_trial(
     running 30 s later (killed then): dbrig's children must die with it."""
     out = tmp_path / "runs"
     probe = ready or (lambda: sysbench_running_in_a_partial_trial(out))
-    child = spawn_dbrig(args)
-    try:
+    with killed_at_end(spawn_dbrig(args)) as child:
         wait_for(what, probe, timeout=90, child=child)
         child.kill()
         child.wait()
         # The children get their parent-death signal from the kernel (mariadbd: SIGKILL).
         return wait_for_nothing_left(tmp_path, timeout=30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
 
 
 def prepared_template(

@@ -15,6 +15,7 @@ from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
     LEAK_TAG,
     TINY_SCENARIO,
+    killed_at_end,
     read_json,
     spawn_dbrig,
     tiny_scenario,
@@ -58,7 +59,7 @@ def test_a_process_killed_mid_trial_fails_that_trial_and_the_run_goes_on(
     child = spawn_dbrig(
         ["run", path, "--out", out, "--no-report"], stderr=subprocess.PIPE, text=True
     )
-    try:
+    with killed_at_end(child):
         wait_for(
             "the first measured trial",
             lambda: measured_trial_running(out),
@@ -71,10 +72,6 @@ def test_a_process_killed_mid_trial_fails_that_trial_and_the_run_goes_on(
         for process in victims:
             os.kill(process.pid, signal.SIGKILL)
         _, err = child.communicate(timeout=120)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
     assert child.returncode == 1, err  # finished, with a failed trial
     run = next(out.iterdir())
     first = read_json(run / "trials" / "c000-r1" / "trial.json")

@@ -23,6 +23,7 @@ from tests.integration.helpers import (
     TINY_CONFIG,
     assert_data_removed,
     assert_no_partial_trials,
+    killed_at_end,
     only_run_dir,
     read_json,
     spawn_dbrig,
@@ -149,12 +150,8 @@ def test_every_fault_at_every_time_is_measured_or_failed_in_one_line(
 ) -> None:
     started = [start(tmp_path, short_tmp, workload) for workload in WORKLOADS]
     for child, folder in started:
-        try:
+        with killed_at_end(child):
             code = child.wait(timeout=600)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
         err = (folder / "stderr").read_text()
         assert "internal error" not in err, err
         assert code in (0, 1), (folder.name, code, err)

@@ -15,6 +15,7 @@ the pictures the experiments' docs pages show.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import re
@@ -36,6 +37,7 @@ from tests.helpers.html import parse_page
 from tests.integration.helpers import (
     LEAK_TAG,
     kill_leftovers,
+    killed_at_end,
     only_run_dir,
     run_main,
     spawn_dbrig,
@@ -227,22 +229,21 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Ran]]:
         started[kind] = (child, folder, tmp)
     done = {}
     try:
-        for kind, (child, folder, _tmp) in started.items():
-            try:
-                code = child.wait(timeout=RUN_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                code = -1
-            done[kind] = Ran(
-                code,
-                (folder / "stdout").read_text(),
-                (folder / "stderr").read_text(),
-                only_run_dir(folder / "runs") if code == 0 else folder,
-            )
+        with contextlib.ExitStack() as running:
+            for child, _folder, _tmp in started.values():
+                running.enter_context(killed_at_end(child))
+            for kind, (child, folder, _tmp) in started.items():
+                try:
+                    code = child.wait(timeout=RUN_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    code = -1
+                done[kind] = Ran(
+                    code,
+                    (folder / "stdout").read_text(),
+                    (folder / "stderr").read_text(),
+                    only_run_dir(folder / "runs") if code == 0 else folder,
+                )
     finally:
-        for child, _folder, _tmp in started.values():
-            if child.poll() is None:
-                child.kill()
-                child.wait()
         leaked = kill_leftovers(base)
         for _child, _folder, tmp in started.values():
             shutil.rmtree(tmp, ignore_errors=True)

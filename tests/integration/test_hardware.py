@@ -16,6 +16,7 @@ from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
     TINY_CONFIG,
     assert_no_partial_trials,
+    killed_at_end,
     only_run_dir,
     read_json,
     run_main,
@@ -220,7 +221,7 @@ def test_sigterm_while_fileio_works_removes_its_files(tmp_path: Path) -> None:
     path = write_scenario(tmp_path / "fio.yaml", scenario)
     with open(tmp_path / "stdout", "w") as stdout, open(tmp_path / "stderr", "w") as stderr:
         child = spawn_dbrig(["run", path, "--out", out], stdout=stdout, stderr=stderr)
-        try:
+        with killed_at_end(child):
             wait_for(
                 "the fileio data set folder",
                 lambda: [
@@ -231,10 +232,6 @@ def test_sigterm_while_fileio_works_removes_its_files(tmp_path: Path) -> None:
             )
             os.kill(child.pid, signal.SIGTERM)
             code = child.wait(timeout=60)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
     assert code != 0
     assert "interrupted" in (tmp_path / "stderr").read_text()
     assert_work_folders_removed(out)

@@ -24,6 +24,7 @@ from tests.integration.helpers import (
     assert_complete_run,
     assert_no_partial_trials,
     kill_leftovers,
+    killed_at_end,
     only_run_dir,
     read_json,
     run_dbrig,
@@ -65,7 +66,7 @@ def test_an_interrupted_run_stops_everything_and_resumes(
     out = tmp_path / "runs"
     with open(tmp_path / "stdout", "w") as stdout, open(tmp_path / "stderr", "w") as stderr:
         child = spawn_dbrig(["run", scenario, "--out", out], stdout=stdout, stderr=stderr)
-        try:
+        with killed_at_end(child):
             wait_for("the first trial", lambda: finished_trials(out), timeout=90, child=child)
             if when == "while sysbench runs":
                 wait_for(
@@ -76,10 +77,6 @@ def test_an_interrupted_run_stops_everything_and_resumes(
                 )
             interrupt(child, how)
             code = child.wait(timeout=60)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
     err = (tmp_path / "stderr").read_text()
     assert code == 130, err
     assert kill_leftovers(tmp_path) == [], "processes outlived the interrupted run"
@@ -163,12 +160,8 @@ def run_in_a_terminal_until_it_closes(
         done.set()
         reader.join()
         os.close(master)
-    try:
+    with killed_at_end(child):
         return child.wait(timeout=90)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
 
 
 @pytest.mark.integration
@@ -205,14 +198,10 @@ def test_a_closed_terminal_stops_the_run_like_sigterm_and_resume_counts_the_whol
     # Resumed and interrupted again: the line counts the whole run, not this invocation.
     with open(tmp_path / "stderr", "w") as stderr:
         child = spawn_dbrig(["run", "--resume", run, "--no-report"], stderr=stderr)
-        try:
+        with killed_at_end(child):
             wait_for("sysbench in the third trial", saved_then_running(2), timeout=90, child=child)
             interrupt(child, "sigterm")
             code = child.wait(timeout=60)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
     err = (tmp_path / "stderr").read_text()
     assert code == 130, err
     last = err.strip().splitlines()[-1]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -32,6 +31,7 @@ from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
     LEAK_TAG,
     TINY_SCENARIO,
+    killed_at_end,
     only_run_dir,
     read_json,
     spawn_dbrig,
@@ -170,17 +170,13 @@ def test_a_run_through_the_agent_has_a_local_runs_columns_and_outlives_a_lost_ag
         text=True,
         env={**os.environ, LOCAL_AGENT_ENV: "1"},
     )
-    try:
+    with killed_at_end(child, group=True):
         wait_for("the first trial", lambda: _measured_trial_running(out), timeout=90, child=child)
         time.sleep(1)
         agents = _agents_of(tmp_path)
         assert len(agents) == 1, agents
         agents[0].kill()  # the harshest loss: no EOF, no signal handler
         _, err = child.communicate(timeout=120)
-    finally:
-        if child.poll() is None:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
     assert child.returncode == 1, err  # one trial failed, the run went on
     run = only_run_dir(out)
     results = pd.read_csv(run / "results.csv").sort_values("trial")

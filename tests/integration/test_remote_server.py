@@ -21,7 +21,7 @@ import pytest
 
 import dbrig
 from dbrig.commands.doctor import _remote_agent as doctor_agent_check
-from dbrig.remote.server import AGENT_MODULE, REMOTE_HOME_ROOT, host_target
+from dbrig.remote.server import AGENT_MODULE, REMOTE_HOME_ROOT, host_target, remote_folder
 from dbrig.remote.ssh import SshHost
 from dbrig.scenario.model import HostSpec
 from tests.helpers.wait import wait_for
@@ -53,6 +53,11 @@ def db1(sshd: Sshd, **changes: Any) -> dict[str, Any]:
 def remote_server_scenario(sshd: Sshd, **changes: Any) -> dict[str, Any]:
     server = {**TINY_SCENARIO["server"], "host": "db1"}
     return tiny_scenario(name="remoteserver", hosts={"db1": db1(sshd)}, server=server, **changes)
+
+
+def remote_home_of(run: Path, server: str = "default") -> Path:
+    """The server's folder on db1 (this machine's home), as a --resume finds it again."""
+    return Path.home() / remote_folder(run.name, read_json(run / "run.json")["run_id"], server)
 
 
 def _cmdline(process: psutil.Process) -> str:
@@ -195,7 +200,7 @@ def test_a_managed_server_on_db1_runs_there_and_a_lost_connection_fails_one_tria
         for file in [f for f in run.rglob("*") if f.is_file()]:
             assert password not in file.read_text(errors="replace"), f"password in {file}"
 
-    remote_home = Path.home() / REMOTE_HOME_ROOT / f"{run.name}-default"
+    remote_home = remote_home_of(run)
     assert not remote_home.exists(), "the server's folder on db1 is removed"
     assert root_existed or not root_there.exists(), "~/.dbrig there goes when empty"
     assert not sshd.wait_sessions_gone(), "no process outlives the run on db1"
@@ -215,7 +220,7 @@ def test_sigkill_of_dbrig_stops_the_server_and_the_agent_on_db1(
     assert left_here == []
 
     run = only_run_dir(tmp_path / "runs")
-    remote_home = Path.home() / REMOTE_HOME_ROOT / f"{run.name}-default"
+    remote_home = remote_home_of(run)
 
     def still_on_db1() -> list[int]:
         return _agents_of(remote_home) + _remote_servers(remote_home)

@@ -24,7 +24,7 @@ from tests.integration.helpers import (
     write_scenario,
 )
 from tests.integration.sshd import Sshd
-from tests.integration.test_remote_server import remote_server_scenario
+from tests.integration.test_remote_server import remote_home_of, remote_server_scenario
 
 pytestmark = pytest.mark.integration
 
@@ -75,7 +75,7 @@ def test_system_settings_of_a_server_on_db1_are_set_there_and_put_back(
     (trial,) = run.glob("trials/*/trial.json")
     assert read_json(trial)["system"] == {"read_ahead_kb": wanted, "drop_caches": True}
     assert device.read_ahead_kb() == before, "the original read-ahead is back after the run"
-    remote_home = Path.home() / REMOTE_HOME_ROOT / f"{run.name}-default"
+    remote_home = remote_home_of(run)
     assert not (remote_home / SYSTEM_MEMO).exists() and not remote_home.exists()
 
 

@@ -19,6 +19,7 @@ from dbrig.server.sandbox import Sandbox
 from tests.helpers.wait import wait_for
 from tests.integration.helpers import (
     TINY_CONFIG,
+    killed_at_end,
     one_error_line,
     only_run_dir,
     read_json,
@@ -86,13 +87,9 @@ def start_dbrig(tmp_path: Path, scenario: dict, *, ignore_sigint: bool = False) 
 
 
 def stopped(child: subprocess.Popen, sig: int) -> int:
-    try:
+    with killed_at_end(child):
         child.send_signal(sig)
         return child.wait(timeout=90)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
 
 
 @pytest.mark.integration
@@ -237,14 +234,10 @@ def test_a_full_results_disk_stops_the_run_with_exit_3_and_resume_finishes_it(
     out = small_filesystem / "runs"
     with open(tmp_path / "stderr", "w") as stderr:
         child = spawn_dbrig(["run", path, "--no-report"], stderr=stderr)
-    try:
+    with killed_at_end(child):
         wait_for("sysbench running", lambda: sysbench_running_in_a_partial_trial(out), timeout=90)
         filler = fill(small_filesystem)
         code = child.wait(timeout=120)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
     err = (tmp_path / "stderr").read_text()
     assert code == 3, err
     assert "Traceback" not in err and "internal error" not in err, err

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from dbrig.run.commands import interference_limit_s, workload_timeout_s
-from dbrig.run.dryrun import describe, describe_disk
+from dbrig.run.dryrun import describe, describe_disk, disk_line
 from dbrig.run.preflight import Toolbox, check_host, find_binaries
 from dbrig.scenario import plan_from_dict
+from dbrig.tools.sysbench import ROW_BYTES, SysbenchParams, SysbenchTool
 
 SYSBENCH = {"test": "oltp_read_write", "tables": 1, "table_size": 100, "time": 10}
 
@@ -155,3 +156,32 @@ def test_the_disk_the_run_needs_is_shown_and_counts_the_cells_own_data_sets() ->
     )
     assert describe_disk(plan).startswith("disk: about 64 MiB on this machine")
     assert not any(ln.startswith("  my.cnf") for ln in lines)
+
+
+def test_the_disk_line_says_size_unknown_for_data_sets_the_tool_cannot_size() -> None:
+    counted = "disk: about 3 MiB on this machine (data sets, their snapshots and a working copy"
+    assert disk_line(3 * 2**20, []).startswith(counted)
+    assert "unknown" not in disk_line(3 * 2**20, [])
+    line = disk_line(2**19, ["mysqlslap", "sysbench orders.lua"])
+    assert line.startswith("disk: under 1 MiB on this machine (")
+    assert ", plus the data sets of mysqlslap, sysbench orders.lua: size unknown (" in line
+
+
+def test_sysbench_oltp_tables_are_counted_and_mysqlslaps_are_said_unknown() -> None:
+    """2 tables x 10,000 rows at ~230 B: a snapshot and a working copy (9 MiB), not "under
+    1 MiB"; mysqlslap's tables cannot be sized before it loads them."""
+    big = {**SYSBENCH, "tables": 2, "table_size": 10000}
+    plan = plan_from_dict({"name": "d", "workload": {"sysbench": big}})
+    assert describe_disk(plan).startswith("disk: about 9 MiB on this machine")
+    assert "unknown" not in describe_disk(plan)
+    slap = plan_from_dict({"name": "d", "workload": {"mysqlslap": {"number_of_queries": 10}}})
+    assert "the data sets of mysqlslap: size unknown" in describe_disk(slap)
+    fileio = {"test": "fileio", "file_test_mode": "rndrd", "file_total_size": "1M", "time": 1}
+    no_server = plan_from_dict({"name": "d", "workload": {"sysbench": fileio}})
+    assert "unknown" not in describe_disk(no_server)  # its files are sized: no data set
+
+
+def test_sysbench_sizes_its_oltp_tables_and_not_a_hardware_test() -> None:
+    oltp = SysbenchTool(SysbenchParams(tables=3, table_size=1000))
+    assert oltp.data_set_bytes() == 3 * 1000 * ROW_BYTES
+    assert SysbenchTool(SysbenchParams(test="cpu")).data_set_bytes() is None

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from dbrig.analysis.recovery import (
-    mean_rate,
     parse_recovery_log,
     recovery_metrics,
     throughput_recovery,
@@ -147,11 +146,6 @@ def test_no_interval_before_the_fault_has_no_baseline() -> None:
 def test_the_warmup_intervals_do_not_count() -> None:
     back = throughput_recovery([-1, 0, 1, 2, 3], [1000, 1000, 100, 100, 95], 2.0, interval_s=1.0)
     assert back.baseline == 100 and back.recovered_at_s == 3
-
-
-def test_mean_rate_counts_the_gap_as_nothing() -> None:
-    assert mean_rate([0, 1, 2, 5, 6], [99, 100, 100, 100, 100], 6.0, interval_s=1.0) == 400 / 6
-    assert mean_rate([1], [5], 0, interval_s=1.0) is None
 
 
 # -- the injector's pure helpers --------------------------------------------------------

@@ -24,6 +24,7 @@ from dbrig.remote.server import (
     agent_argv,
     agent_target,
     located,
+    remote_folder,
 )
 from dbrig.remote.ssh import SshHost, SshTarget
 from dbrig.run.ssh_client import _direct
@@ -144,10 +145,10 @@ def test_over_ssh_the_agent_is_one_command_string_the_remote_shell_splits_back()
 def test_a_remote_servers_target_names_its_host_and_carries_no_secret(tmp_path: Path) -> None:
     hosts = {"db1": HostSpec(ssh="root@db1", address="10.0.0.5", python="/opt/py/bin/python")}
     spec = ManagedServer(host="db1")
-    target = agent_target("big", spec, tmp_path / "runs" / "r-1", hosts)
+    target = agent_target("big", spec, tmp_path / "runs" / "r-1", hosts, "0a1b2c3d")
     assert target is not None and target.ssh is not None
     assert target.address == "10.0.0.5" and target.python == "/opt/py/bin/python"
-    assert target.remote_home == ".dbrig/r-1-big"
+    assert target.remote_home == ".dbrig/r-1-0a1b2c3d-big"
     assert target.where == "server 'big' on hosts.db1 (root@db1)"
     handle = RemoteServerHandle(
         "big",
@@ -164,6 +165,18 @@ def test_a_remote_servers_target_names_its_host_and_carries_no_secret(tmp_path: 
     finally:
         handle.close(keep_data=False)
     assert agent_target("big", ManagedServer(), tmp_path, hosts) is None
+
+
+def test_runs_named_alike_get_their_own_folder_on_the_server_host_and_keep_it() -> None:
+    """Two runs started in the same second on two machines have one folder name; their
+    ids tell them apart there. The same run (a --resume) finds its folder again."""
+    first = remote_folder("s-20261126-093700", "0a1b2c3d", "db")
+    second = remote_folder("s-20261126-093700", "9f8e7d6c", "db")
+    assert first != second
+    assert first == remote_folder("s-20261126-093700", "0a1b2c3d", "db")
+    assert first == ".dbrig/s-20261126-093700-0a1b2c3d-db"
+    # run.json of an older dbrig has no id: the folder its killed run left is still found
+    assert remote_folder("s-20261126-093700", None, "db") == ".dbrig/s-20261126-093700-db"
 
 
 STAMP = "t_s,phase,interval_s"

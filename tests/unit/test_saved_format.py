@@ -88,6 +88,14 @@ def test_a_v1_run_json_reads_and_writes_back_unchanged_but_for_the_version() -> 
     assert list(saved.to_json()) == list(raw)  # same key order
 
 
+def test_the_run_id_round_trips_and_an_older_run_has_none() -> None:
+    saved = SavedRun.from_json({"format_version": FORMAT_VERSION, "run_id": "0a1b2c3d"})
+    assert saved.run_id == "0a1b2c3d" and saved.to_json()["run_id"] == "0a1b2c3d"
+    assert SavedRun.from_json(read_json(V1 / "run.json")).run_id is None
+    with pytest.raises(ConfigError, match="run_id: expected str, got int"):
+        SavedRun.from_json({"format_version": FORMAT_VERSION, "run_id": 7})
+
+
 def test_unknown_keys_are_kept_when_rewritten() -> None:
     saved = SavedRun.from_json({"format_version": 1, "status": "complete", "note": "mine"})
     assert saved.to_json()["note"] == "mine"

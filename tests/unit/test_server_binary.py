@@ -8,11 +8,13 @@ usr/bin/my_print_defaults) of symlinks to the installed MariaDB's real programs,
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from dbrig.errors import ToolMissing
+from dbrig.server import sandbox as sandbox_module
 from dbrig.server.binary import ServerBinary, find_server, parse_version_line
 from dbrig.server.sandbox import Sandbox
 
@@ -115,3 +117,35 @@ def test_the_installer_and_the_server_both_get_the_basedir(tmp_path: Path) -> No
         assert sandbox._base_settings()["basedir"] == str(usr)
     finally:
         sandbox.close()
+
+
+@pytest.mark.parametrize("root", [True, False])
+def test_either_flavor_initialises_with_its_own_options_then_basedir_and_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root: bool
+) -> None:
+    usr = tmp_path / "usr"
+    monkeypatch.setattr(sandbox_module, "_is_root", lambda: root)
+    user = ["--user=root"] if root else []
+    mariadb = Sandbox("m", basedir_binary(usr), tmp_path / "m")
+    mysql = Sandbox("y", replace(basedir_binary(usr), flavor="mysql"), tmp_path / "y")
+    try:
+        assert mariadb._initialize_argv() == [
+            str(usr / "bin" / "mariadb-install-db"),
+            "--no-defaults",
+            f"--datadir={mariadb.datadir}",
+            "--auth-root-authentication-method=normal",
+            "--skip-test-db",
+            f"--basedir={usr}",
+            *user,
+        ]
+        assert mysql._initialize_argv() == [
+            str(usr / "sbin" / "mariadbd"),
+            "--no-defaults",
+            "--initialize-insecure",
+            f"--datadir={mysql.datadir}",
+            f"--basedir={usr}",
+            *user,
+        ]
+    finally:
+        mariadb.close()
+        mysql.close()

@@ -92,7 +92,8 @@ def test_the_tool_offers_checks_and_a_size() -> None:
     with_password = Credentials("u", "s3cret", None, None, "/s")
     assert tool.client_options(with_password) == "mysql-password=s3cret\n"
     other = SysbenchTool(SysbenchParams())
-    assert not isinstance(other, CheckedWorkload) and not isinstance(other, SizedDataSet)
+    assert not isinstance(other, CheckedWorkload)
+    assert isinstance(other, SizedDataSet)  # its OLTP tables (tests/unit/test_dryrun.py)
 
 
 # --------------------------------------------------------------------------- parsing

@@ -239,23 +239,12 @@ def window_rate(runs: Sequence[ClientRun], window_s: float) -> float | None:
     every client run completed in it, divided by the window (the outage counts as time
     with no events). A client that rode through the fault is one run with one summary;
     one started again is two (the first, killed, without a summary: its progress lines
-    stand in). Unlike :func:`mean_rate`, a second without a progress line (sysbench
+    stand in). Unlike the progress lines alone, a second without one (sysbench
     prints none for the window's last second, nor while a server is gone) or a line
     printed twice changes nothing: the summary counts every event once."""
     if window_s <= 0 or not runs:
         return None
     return sum(run.events for run in runs) / window_s
-
-
-def mean_rate(
-    ends_s: Sequence[float], rates: Sequence[float], window_s: float, *, interval_s: float
-) -> float | None:
-    """The rate over a whole window of ``window_s`` s from its intervals of ``interval_s``
-    s (the sum of rate x length over the window's length), missing intervals as zero."""
-    if window_s <= 0:
-        return None
-    pairs = zip(ends_s, rates, strict=True)
-    return sum(r * interval_s for e, r in pairs if e > 0 and _finite(r)) / window_s
 
 
 def _finite(value: float | None) -> bool:

@@ -491,7 +491,7 @@ def located(exc: DbrigError, name: str, where: str) -> DbrigError:
 
 
 LOCAL_AGENT_ENV = "DBRIG_LOCAL_AGENT"  # "1": managed servers run under a local agent (tests)
-REMOTE_HOME_ROOT = ".dbrig"  # under the remote user's home: <run folder>-<server>
+REMOTE_HOME_ROOT = ".dbrig"  # under the remote user's home: <run folder>-<run id>-<server>
 
 
 @dataclass(frozen=True)
@@ -519,13 +519,29 @@ def server_address(name: str, spec: HostSpec) -> str:
     return spec.address or resolved_hostname(host_target(name, spec))
 
 
+def remote_folder(run_folder: str, run_id: str | None, server: str) -> str:
+    """The server's folder on its host, relative to the ssh user's home.
+
+    Two runs named alike (started in the same second from two machines, or two --out
+    folders) must not share it, and a --resume of a killed run must find its folder
+    again (the old server's pid file, the disk settings to put back): hence the run's
+    id from run.json. A run.json without one (an older dbrig's) keeps the old name.
+    """
+    parts = [run_folder, run_id, server] if run_id else [run_folder, server]
+    return f"{REMOTE_HOME_ROOT}/{'-'.join(parts)}"
+
+
 def agent_target(
-    name: str, spec: ManagedServer, run_path: Path, hosts: Mapping[str, HostSpec] | None = None
+    name: str,
+    spec: ManagedServer,
+    run_path: Path,
+    hosts: Mapping[str, HostSpec] | None = None,
+    run_id: str | None = None,
 ) -> AgentTarget | None:
     """Where managed server ``name`` runs, when it runs under an agent; None: in-process.
 
     The one place that decides it. ``host:`` (a key of ``hosts``) runs the agent on that
-    host over ssh, its server in ``~/.dbrig/<run folder>-<name>`` there. Without it,
+    host over ssh, its server in :func:`remote_folder` there. Without it,
     ``DBRIG_LOCAL_AGENT=1`` runs it under a local agent (prefix ``[]``): the tests, and
     a way to measure what the agent costs.
     """
@@ -535,7 +551,7 @@ def agent_target(
         return AgentTarget(
             prefix=[],
             address=server_address(spec.host, host_spec),
-            remote_home=f"{REMOTE_HOME_ROOT}/{run_path.name}-{name}",
+            remote_home=remote_folder(run_path.name, run_id, name),
             where=f"server '{name}' on {ssh.label}",
             ssh=ssh,
             python=host_spec.python,

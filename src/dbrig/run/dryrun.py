@@ -5,7 +5,7 @@ nothing itself: what it prints is what the run executes."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -88,10 +88,22 @@ def describe_disk(resolved: Plan | RunPlan) -> str:
     """The disk the run needs here, as preflight counted it."""
     if not isinstance(resolved, RunPlan):
         resolved = unchecked(resolved)
-    return (
-        f"disk: {_size(resolved.disk_bytes)} on this machine (data sets, their snapshots "
-        "and a working copy, per-interval files)"
+    return disk_line(resolved.disk_bytes, resolved.unsized_workloads)
+
+
+def disk_line(counted: int, unsized: Sequence[str]) -> str:
+    """The dry run's disk line: ``counted`` bytes, and the workloads whose data sets their
+    tool cannot size (left out of ``counted``: said, not shown as nothing)."""
+    line = (
+        f"disk: {_size(counted)} on this machine (data sets, their snapshots and a working "
+        "copy, per-interval files)"
     )
+    if unsized:
+        line += (
+            f", plus the data sets of {', '.join(unsized)}: size unknown (the tool cannot "
+            "say before loading them; each takes it twice, a snapshot and a working copy)"
+        )
+    return line
 
 
 def describe_memory(resolved: Plan | RunPlan) -> str | None:
@@ -263,8 +275,9 @@ def _where_lines(plan: Plan, name: str) -> Iterator[str]:
     port = spec.port or "<chosen then>"
     yield (
         f"  server: on hosts.{spec.host} ({ssh}) through dbrig's agent ({host.python} -m "
-        f"{AGENT_MODULE}), in ~/{REMOTE_HOME_ROOT}/<run folder>-{name}; clients connect to "
-        f"{address}:{port} as {BENCHMARK_USER} (127.0.0.1 from hosts.{spec.host} itself)"
+        f"{AGENT_MODULE}), in ~/{REMOTE_HOME_ROOT}/<run folder>-<run id>-{name}; "
+        f"clients connect to {address}:{port} as {BENCHMARK_USER} (127.0.0.1 from "
+        f"hosts.{spec.host} itself)"
     )
 
 

@@ -126,6 +126,21 @@ class RunPlan:
         series = preflight.series_bytes(self.plan, os.cpu_count() or 1)
         return preflight.managed_data_bytes(self.plan) + sum(work.values()) + series
 
+    @property
+    def unsized_workloads(self) -> list[str]:
+        """The workloads whose data sets on a managed server here ``disk_bytes`` leaves
+        out: their tool cannot size them (a script's tables, mysqlslap's)."""
+        specs = self.plan.scenario.server_specs
+        return sorted(
+            {
+                c.workload.title
+                for c in self.cells.values()
+                if c.server is not None
+                and preflight.is_managed_here(specs[c.server])
+                and preflight.data_set_bytes(c.workload) is None
+            }
+        )
+
 
 def build(
     plan: Plan,

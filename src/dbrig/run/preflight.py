@@ -293,16 +293,25 @@ def _check_external_system(plan: Plan) -> None:
             )
 
 
+def data_set_bytes(workload: WorkloadTool) -> int | None:
+    """A workload's data set, as its tool estimates it; None: the tool cannot say."""
+    return workload.data_set_bytes() if isinstance(workload, SizedDataSet) else None
+
+
+def is_managed_here(spec: ManagedServer | ExternalServer) -> bool:
+    """A server dbrig starts on this machine (its data sets are on the run's disk)."""
+    return isinstance(spec, ManagedServer) and spec.host is None
+
+
 def managed_data_bytes(plan: Plan) -> int:
     """Bytes the managed servers' data sets need on the run's disk: one snapshot per data
     set plus the working datadir of the largest (0 when the tool cannot say)."""
     sizes: dict[tuple, int] = {}
     for cell in plan.cells:
         workload = workload_for(cell.scenario.workload)
-        spec = plan.scenario.server_specs[cell.server]
-        local = isinstance(spec, ManagedServer) and spec.host is None
-        if local and isinstance(workload, SizedDataSet):
-            sizes[(cell.server, workload.data_set_key())] = workload.data_set_bytes()
+        size = data_set_bytes(workload)
+        if is_managed_here(plan.scenario.server_specs[cell.server]) and size is not None:
+            sizes[(cell.server, workload.data_set_key())] = size
     return sum(sizes.values()) + max(sizes.values(), default=0)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,7 +122,9 @@ class Runner:
             home = self.run.path / "servers" / name
             if isinstance(spec, ExternalServer):
                 self.servers[name] = ExternalServerHandle(name, spec, home)
-            elif target := agent_target(name, spec, self.run.path, self.plan.scenario.hosts):
+            elif target := agent_target(
+                name, spec, self.run.path, self.plan.scenario.hosts, self.run.saved().run_id
+            ):
                 self.servers[name] = RemoteServerHandle(
                     name,
                     spec,
@@ -292,6 +295,7 @@ def saved_run(resolved: RunPlan, path: Path, now: dt.datetime) -> store.SavedRun
     return store.SavedRun(
         status="running",
         created_at=now.isoformat(),
+        run_id=secrets.token_hex(4),
         source=plan.source,
         digest=plan.digest,
         seed=plan.seed,

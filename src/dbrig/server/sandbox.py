@@ -268,13 +268,9 @@ class Sandbox:
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
             ]
-            if b.basedir:
-                argv.append(f"--basedir={b.basedir}")
-            if _is_root():
-                argv.append("--user=root")
-            return argv
-        argv = [str(b.mysqld), "--no-defaults", "--initialize-insecure"]
-        argv.append(f"--datadir={self.datadir}")
+        else:
+            argv = [str(b.mysqld), "--no-defaults", "--initialize-insecure"]
+            argv.append(f"--datadir={self.datadir}")
         if b.basedir:
             argv.append(f"--basedir={b.basedir}")
         if _is_root():

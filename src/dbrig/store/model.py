@@ -198,6 +198,7 @@ class SavedRun:
 
     status: str | None = None  # running, complete, interrupted or aborted
     created_at: str | None = None
+    run_id: str | None = None  # drawn at creation: tells runs apart on other hosts
     source: str | None = None  # the scenario file as given
     digest: str | None = None
     seed: int | None = None
@@ -225,6 +226,7 @@ class SavedRun:
         return cls(
             status=_field(data, "status", str, where, None),
             created_at=_field(data, "created_at", str, where, None),
+            run_id=_field(data, "run_id", str, where, None),
             source=_field(data, "source", str, where, None),
             digest=_field(data, "digest", str, where, None),
             seed=_field(data, "seed", int, where, None),
@@ -249,6 +251,7 @@ class SavedRun:
                 "format_version": FORMAT_VERSION,
                 "status": self.status,
                 "created_at": self.created_at,
+                "run_id": self.run_id,
                 "source": self.source,
                 "digest": self.digest,
                 "seed": self.seed,

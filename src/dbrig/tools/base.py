@@ -448,7 +448,10 @@ class SizedDataSet(Protocol):
     key: ClassVar[str]
     size_key: ClassVar[str]  # the key of its block that sets the size (for the error line)
 
-    def data_set_bytes(self) -> int: ...
+    def data_set_bytes(self) -> int | None:
+        """About how many bytes its loaded data takes; None: this block cannot say (a
+        script's own tables)."""
+        ...
 
 
 class InterferenceTool(Protocol):

@@ -1034,6 +1034,7 @@ class SysbenchTool(WorkloadBase):
     required_by_doctor: ClassVar[bool] = True
     concurrency_key: ClassVar[str | None] = "threads"
     space_key: ClassVar[str | None] = "file_total_size"  # fileio's files (space_needed)
+    size_key: ClassVar[str] = "table_size"  # the OLTP tests' data set (data_set_bytes)
     start_line: ClassVar[str | None] = STARTED_LINE  # where its clock starts (startwatch)
     units_of_work: ClassVar[tuple[WorkUnit, ...]] = (TRANSACTION, QUERY)
     mean_latency: ClassVar[MeanLatency | None] = MEAN_LATENCY
@@ -1068,6 +1069,13 @@ class SysbenchTool(WorkloadBase):
         if self.params.test == "fileio" and self.params.script is None:
             return hw.fileio_total_bytes(hardware_values(self.params))
         return 0
+
+    def data_set_bytes(self) -> int | None:
+        """An OLTP test's sbtest tables, as the report sizes them (:func:`estimated_data`);
+        None for a script (its tables are its own) and a hardware test (no tables)."""
+        if self.params.script is not None or not self.params.test.startswith("oltp_"):
+            return None
+        return self.params.tables * self.params.table_size * ROW_BYTES
 
     def inputs(self) -> dict[str, Path]:
         return {"script": Path(self.params.script)} if self.params.script else {}
