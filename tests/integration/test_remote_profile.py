@@ -16,7 +16,7 @@ import pytest
 
 from dbrig.analysis.profile import parse_folded
 from dbrig.host.perf import perf_problem
-from dbrig.remote.server import REMOTE_HOME_ROOT
+from dbrig.remote.server import remote_folder
 from tests.integration.helpers import (
     TINY_SCENARIO,
     one_error_line,
@@ -47,7 +47,8 @@ def test_a_server_on_db1_is_profiled_there_and_only_its_folded_stacks_come_back(
     # --keep-data: the server's folder on db1 stays, to be searched for perf's files.
     result = run_main(["run", str(path), "--out", str(out), "--no-report", "--keep-data"], capsys)
     run = only_run_dir(out)
-    remote_home = Path.home() / REMOTE_HOME_ROOT / f"{run.name}-default"
+    run_id = read_json(run / "run.json")["run_id"]
+    remote_home = Path.home() / remote_folder(run.name, run_id, "default")
     try:
         assert result.code == 0, result.err
         (trial_folder,) = (run / "trials").iterdir()
