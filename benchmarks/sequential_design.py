@@ -4,13 +4,14 @@
 Pure and fast (numpy, no server): ``--gates`` simulated gates of one comparison per
 row, at the CVs measured on this machine (3 % quiet, 10 % with two stressed cores),
 through :mod:`dbrig.analysis.sequential`'s design and compare's verdict rule. Prints,
-per design and CV: the share of A/A gates that raised better/worse (false alarms, at
-most alpha = 5 % by construction), the share of 10 % (and 25 %) slowdowns called worse
-(power), the mean repetitions per side, and the repetitions a fixed design needs for
-the same power (``runs_needed``, compare's t-corrected formula at alpha 5 %). Then
-the A/A rate at CV 30 %, where compare's threshold seldom turns a significant
-change into "unchanged": the design's own rate with Welch's t (the boundaries are
-exact for a normal statistic). A last block shows why alpha is spent: "stop at the
+per design and CV: the share of A/A gates that raised better/worse (false alarms:
+alpha = 5 % for a normal statistic by construction, about that with Welch's t),
+the share of 10 % (and 25 %) slowdowns called worse (power), the mean repetitions
+per side, and the repetitions a fixed design needs for the same power
+(``runs_needed``, compare's t-corrected formula at alpha 5 %). Then the A/A rate
+at CV 30 %, where compare's threshold seldom turns a significant change into
+"unchanged": the design's own rate with Welch's t (the boundaries are exact for a
+normal statistic). A last block shows why alpha is spent: "stop at the
 first look with p < 0.05" on the same A/A gates.
 
     .venv/bin/python benchmarks/sequential_design.py --gates 2000

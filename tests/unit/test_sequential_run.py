@@ -110,3 +110,63 @@ def test_the_progress_line_of_a_decided_by_look() -> None:
     )
     look.update(z=None, alpha=0.0, comparisons=[])
     assert "no alpha to spend" in sequential_run._progress_line(look)
+
+
+def _decided_plan_and_run(tmp_path: Any) -> tuple[Any, Any]:
+    import datetime as dt
+
+    from dbrig.store import CellPlan, RunDir, SavedRun
+
+    raw = {
+        "name": "d",
+        "workload": WORKLOAD,
+        "servers": {"a": {}, "b": {}},
+        "matrix": {"server": ["a", "b"]},
+        "repeat": {"min": 3, "max": 8, "until": {"decided_by": "server"}},
+    }
+    plan = plan_from_dict(raw, seed=1)
+    run = RunDir.create(tmp_path, "d", dt.datetime(2026, 1, 1))
+    run.write_saved(
+        SavedRun(
+            raw_scenario=raw,
+            seed=1,
+            cells=tuple(CellPlan(c.id, c.server, c.factor_dict) for c in plan.cells),
+            trials=tuple(t.id for t in plan.trials),
+        )
+    )
+    return plan, run
+
+
+def _with_looks(run: Any, value: dict[str, Any]) -> None:
+    saved = run.saved()
+    run.write_saved(saved.replace(extra={**saved.extra, sequential_run.KEY: value}))
+
+
+def test_a_resumed_run_rebuilds_the_looks_made_so_the_next_boundary_is_the_same(
+    tmp_path: Any,
+) -> None:
+    from dbrig.analysis.sequential import Spender
+
+    plan, run = _decided_plan_and_run(tmp_path)
+    first = sequential_run.Looks(plan, run)
+    design = sequential_run.record(run)["design"]
+    assert design["boundaries"] == "exact" and [k["round"] for k in design["looks"]] == list(
+        range(3, 9)
+    )
+    assert first.legacy == {}
+    # Round 3 looked at with a failed trial (2 of 3 values in one cell), then resumed.
+    _with_looks(run, {"design": design, "looks": [{"round": 3, "fraction": 2 / 8}]})
+    resumed = sequential_run.Looks(plan, run)
+    fresh = Spender(first.design)
+    fresh.look(3, 2 / 8)
+    assert resumed.spender.look(4, 4 / 8) == fresh.look(4, 4 / 8)
+
+
+def test_a_design_recorded_before_exact_boundaries_keeps_its_alphas_on_resume(
+    tmp_path: Any,
+) -> None:
+    plan, run = _decided_plan_and_run(tmp_path)
+    old = {"min": 3, "max": 8, "looks": [{"round": r, "alpha": 0.001 * r} for r in range(3, 9)]}
+    _with_looks(run, {"design": old, "looks": []})
+    looks = sequential_run.Looks(plan, run)
+    assert looks.legacy == {r: pytest.approx(0.001 * r) for r in range(3, 9)}
