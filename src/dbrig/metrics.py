@@ -121,6 +121,9 @@ class Metric:
     progress: str | None = None  # its part of the per-trial progress line: "{} tps"
     throughput: int | None = None  # rank when picking the run's throughput measure, 0 first
     per_interval: bool = False  # sysbench also reports it per interval (intervals.csv)
+    # A count of failures whose usual value is 0 (errors, lost commits): an interval
+    # relative to its mean means nothing, so `until: {ci_width}` leaves it out.
+    near_zero: bool = False
 
     @property
     def column(self) -> str:
@@ -259,6 +262,7 @@ def _sysbench() -> Iterator[Metric]:
         compared=True,
         short="err/s",
         per_interval=True,
+        near_zero=True,
     )
     # Compared by default since the hardware tests (issue 9); OLTP runs do not have it.
     yield Metric(
@@ -293,6 +297,7 @@ def _sysbench() -> Iterator[Metric]:
         "errors/s",
         s,
         "every error sysbench counted; errors_per_s less a script's normal_errors_per_s",
+        near_zero=True,
     )
     yield Metric(
         "normal_errors_per_s",
@@ -484,6 +489,7 @@ def _acked_writes() -> Iterator[Metric]:
         headline=True,
         short="lost",
         progress="{} lost",
+        near_zero=True,
     )
     yield Metric(
         "acked_commits",

@@ -8,7 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
+from dbrig.run.sequential_run import NEAR_ZERO
 from tests.integration.helpers import only_run_dir, read_json, run_main, write_scenario
 
 # Point selects on a managed server at sysbench's rate limit: the two groups' throughput
@@ -27,6 +29,9 @@ SCENARIO = {
     },
     "seed": 11,
 }
+
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _sequential(run: Path) -> dict:
@@ -120,3 +125,37 @@ def test_a_decision_no_run_could_reach_is_refused_before_anything_runs(
     assert refused.code == 2
     assert f"{path}: repeat.until.decided_by: factor 'threads'" in refused.err
     assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.integration
+def test_upgrade_check_with_ci_width_and_no_metrics_stops_early_leaving_err_s_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # scenarios/upgrade-check.yaml, shrunk to fit the suite: its new (installed) server
+    # alone, a tiny table, 1 s at a fixed rate. Without metrics the rule waits on every
+    # headline metric but errors_per_s: about 0 here, its interval relative to its mean
+    # never narrows (before it was left out, this run went on to max). The width is one
+    # any metric with a mean reaches in a few rounds, even on a busy machine.
+    scenario = yaml.safe_load((REPO / "scenarios" / "upgrade-check.yaml").read_text())
+    del scenario["servers"]["old"], scenario["matrix"]
+    scenario["workload"]["sysbench"].update(
+        tables=1, table_size=100, threads=1, time=1, rate=20, report_interval=1
+    )
+    scenario.update(warmup=0, repeat={"min": 3, "max": 6, "until": {"ci_width": "95%"}})
+    path = write_scenario(tmp_path / "upgrade-check.yaml", scenario)
+    out = tmp_path / "runs"
+    done = run_main(["run", str(path), "--out", str(out), "--no-report"], capsys)
+    assert done.code == 0, done.err
+    saved = read_json(only_run_dir(out) / "run.json")
+    seq = saved["sequential"]
+    stop = seq["stopped"]["round"]
+    assert seq["stopped"]["reason"] == "ci width reached" and stop < 6
+    assert saved["status"] == "complete" and len(saved["trials"]) == stop
+    last = seq["looks"][-1]
+    assert {"metric": "errors_per_s", "reason": NEAR_ZERO} in last["left_out"]
+    judged = {c["metric"] for c in last["cells"]}
+    assert {"tps", "latency_pct_ms"} <= judged and "errors_per_s" not in judged
+    assert all(c["half_width"] <= 0.95 for c in last["cells"])
+    said = done.out + done.err
+    assert f"dbrig: look after round {stop}: widest interval" in said
+    assert "left out (mean about 0, no relative width): errors_per_s" in said

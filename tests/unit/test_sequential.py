@@ -8,7 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from dbrig.analysis import sequential
-from dbrig.analysis.sequential import Design, simulate
+from dbrig.analysis.boundaries import crossing_chances
+from dbrig.analysis.sequential import Design, Spender, simulate
 from dbrig.scenario.model import Scenario, SequentialRepeat
 
 WORKLOAD = {"sysbench": {"test": "oltp_read_only"}}
@@ -23,17 +24,41 @@ def test_the_spending_function_spends_all_of_alpha_by_the_end_and_grows(kind: st
 
 def test_obrien_fleming_spends_almost_nothing_early() -> None:
     assert sequential.spent(0.25, 0.05) < 0.0001
+    # Lan and DeMets' two-sided form 4 - 4 Phi(z_{1-alpha/4} / sqrt(t)).
+    assert sequential.spent(0.5, 0.05) == pytest.approx(0.00305, abs=2e-5)
     assert sequential.spent(0.25, 0.05, "pocock") > 0.01
 
 
 @pytest.mark.parametrize("kind", ["obrien-fleming", "pocock"])
-def test_the_looks_alphas_add_up_to_alpha_so_the_union_bound_holds(kind: str) -> None:
+def test_the_looks_spend_exactly_alpha_not_a_union_bound_share(kind: str) -> None:
     design = Design(3, 20, spending=kind)  # type: ignore[arg-type]
     looks = design.looks
     assert [look.round for look in looks] == list(range(3, 21))
-    assert math.fsum(look.alpha for look in looks) == pytest.approx(0.05)
+    assert math.fsum(look.spent for look in looks) == pytest.approx(0.05, abs=1e-9)
+    # What the boundaries really let through, by a second pass of the integration.
+    chances = crossing_chances([k.fraction for k in looks], [k.z for k in looks])
+    assert math.fsum(chances) == pytest.approx(0.05, abs=1e-6)
+    assert chances == pytest.approx([k.spent for k in looks], abs=1e-7)
+    # Exact, so the nominal levels add up to more than alpha (the looks are correlated).
+    assert math.fsum(look.alpha for look in looks) > 0.05
     assert all(0 < look.alpha < 0.05 for look in looks)
     assert design.look(20).fraction == 1.0
+
+
+def test_a_look_with_fewer_values_than_planned_spends_less_and_max_spends_the_rest() -> None:
+    design = Design(3, 10)
+    spender = Spender(design)
+    first = spender.look(3, 0.3)
+    short = spender.look(4, 0.3)  # every trial of round 4 failed in one cell: no information
+    assert short.alpha == 0 and math.isinf(short.z) and short.spent == 0
+    late = spender.look(5, 0.4)  # a trial short of the plan's 0.5
+    assert late.fraction == 0.4 and late.z > design.look(5).z
+    last = spender.look(10, 0.9)  # the look at max is at t = 1 whatever failed
+    assert last.fraction == 1.0
+    total = first.spent + short.spent + late.spent + last.spent
+    assert total == pytest.approx(0.05)
+    assert sequential.information_fraction([4, 3], 10) == 0.3
+    assert sequential.information_fraction([], 10) == 0.0
 
 
 def test_a_design_refuses_rounds_it_cannot_test() -> None:

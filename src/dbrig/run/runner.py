@@ -149,7 +149,11 @@ class Runner:
         progress = Progress(len(trials), self.emit, live_line=self.live_line)
         ok = failed = 0
         ended = "complete"
-        looks = sequential_run.Looks(self.plan, self.run) if self.plan.scenario.sequential else None
+        looks = (
+            sequential_run.Looks(self.plan, self.run, self.emit)
+            if self.plan.scenario.sequential
+            else None
+        )
         try:
             self.results = store.ResultsLog.open(self.run)
             for trial in trials:

@@ -3,17 +3,20 @@
 The plan holds rounds 1..max of every cell in the usual interleaved order. After
 the last trial of a round from ``min`` on, :class:`Looks` reads every saved trial,
 decides with :mod:`dbrig.analysis.sequential`'s design (compare's statistics at the
-look's spent alpha, or each cell's interval width), and records the look in
+look's exact boundary, or each cell's interval width), and records the look in
 run.json (``sequential.looks``). A look that decides, or the look at ``max``, ends
 the run: ``sequential.stopped`` says why, and run.json's planned trials are cut to
 the rounds that ran, so every reader sees a complete run. ``--resume`` reads the
-looks so far from run.json and continues the same design.
+looks so far from run.json and continues the same design: the boundaries of the
+looks made are rebuilt from their recorded information fractions, so the next one
+is exact given them. A design recorded without ``boundaries: exact`` (written
+before the boundaries were exact) goes on with its recorded per-look alphas.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from dbrig import store
@@ -21,11 +24,14 @@ from dbrig.analysis import sequential
 from dbrig.analysis.cells import cell_values, headline_metrics
 from dbrig.analysis.compare import RunInput, compare_groups, resolve_factor
 from dbrig.errors import ConfigError
-from dbrig.metrics import metric
+from dbrig.metrics import REGISTRY, Metric, metric
 from dbrig.scenario import Plan, Trial
 from dbrig.scenario.model import SequentialRepeat
 
 KEY = "sequential"  # run.json's record of the design and its looks
+BOUNDARIES = "exact"  # the design's "boundaries": how its looks' levels are found
+NEAR_ZERO = "about 0 by nature (a count of failures): a width relative to its mean means nothing"
+ZERO_MEAN = "mean 0 in this cell: a width relative to it means nothing"
 
 
 def design_of(spec: SequentialRepeat) -> sequential.Design:
@@ -49,6 +55,13 @@ def check_design(plan: Plan) -> None:
             "(names as in results.csv: tps, latency_pct_ms, events_per_s, ...)"
         )
     if spec.until.decided_by is None:
+        near_zero = [m for m in spec.until.metrics if _near_zero(m)]
+        if near_zero:
+            raise ConfigError(
+                f"{plan.source}: repeat.until.metrics: {', '.join(near_zero)}: "
+                "usually about 0, so ci_width (relative to the mean) cannot judge it; "
+                "leave it out, or use decided_by"
+            )
         return
     name = spec.until.decided_by
     try:
@@ -78,9 +91,21 @@ def design_lines(spec: SequentialRepeat) -> Iterator[str]:
         f"stops when {rule}"
     )
     if until.decided_by is not None:
-        yield f"  alpha {spec.alpha:g} spent {spec.spending} (Lan-DeMets) over the looks:"
+        yield (
+            f"  alpha {spec.alpha:g} spent {spec.spending} (Lan-DeMets), exact boundaries; "
+            "if every trial succeeds:"
+        )
         for look in design.looks:
-            yield f"    round {look.round}: t={look.fraction:.2f}, nominal alpha {look.alpha:.3g}"
+            yield (
+                f"    round {look.round}: t={look.fraction:.2f}, |z| >= {look.z:.3f}, "
+                f"nominal alpha {look.alpha:.3g}"
+            )
+    elif not until.metrics:
+        yield (
+            "  left out of ci_width: metrics whose mean is about 0 ("
+            + ", ".join(m.name for m in near_zero_metrics())
+            + "; and any metric whose mean is 0 in a cell)"
+        )
 
 
 def record(run: store.RunDir) -> dict[str, Any]:
@@ -90,18 +115,27 @@ def record(run: store.RunDir) -> dict[str, Any]:
 class Looks:
     """The run's looks: after each finished round from ``min``, decide, record, maybe stop."""
 
-    def __init__(self, plan: Plan, run: store.RunDir) -> None:
+    def __init__(
+        self, plan: Plan, run: store.RunDir, emit: Callable[[str], None] | None = None
+    ) -> None:
         spec = plan.scenario.sequential
         assert spec is not None
         self.spec = spec
         self.design = design_of(spec)
+        self.spender = sequential.Spender(self.design)
         self.plan = plan
         self.run = run
+        self.emit = emit or (lambda _line: None)
         self.rounds = _rounds(plan)
         saved = record(run)
         self.looked = {int(look["round"]) for look in saved.get("looks", ())}
         if not saved:
             self._write({"design": self._design_json(), "looks": []})
+        design = record(run)["design"]
+        self.legacy = {} if design.get("boundaries") == BOUNDARIES else _saved_alphas(design)
+        for look in saved.get("looks", ()):  # a resumed run: the looks made, as they were
+            if look.get("fraction") is not None:
+                self.spender.look(int(look["round"]), float(look["fraction"]))
 
     def after(self, trial: Trial, results: Mapping[str, store.TrialResult]) -> str | None:
         """Why the run stops after ``trial``, or None to go on. Every finished round not
@@ -111,7 +145,9 @@ class Looks:
                 continue
             if not all(trial_id in results for trial_id in self.rounds.get(round_, ())):
                 return None
-            stop = self._record(self._look(round_, results))
+            look = self._look(round_, results)
+            self.emit(_progress_line(look))
+            stop = self._record(look)
             if stop is not None:
                 return stop
         return None
@@ -135,23 +171,37 @@ class Looks:
         ok = frame[frame["status"] == "ok"]
         look: dict[str, Any] = {"round": round_, "n": _ok_per_cell(ok, self.plan)}
         if self.spec.until.decided_by is not None:
-            nominal = self.design.look(round_)
-            look.update(fraction=nominal.fraction, alpha=nominal.alpha)
-            rows = _comparisons(run, self.spec.until.decided_by, metrics, nominal.alpha)
-            look["comparisons"] = rows
-            decided = sequential.all_decided([r["verdict"] for r in rows])
+            decided = self._decide(look, run, metrics)
         else:
-            limit = float(self.spec.until.ci_width or 0)
-            cells = _intervals(run, metrics)
-            look["cells"] = cells
-            look["ci_width"] = limit
-            widths = [c["half_width"] for c in cells]
-            if len({c["cell"] for c in cells}) < len(self.plan.cells):
-                widths.append(None)  # a cell with no successful value yet
-            decided = sequential.narrow_enough(widths, limit)
+            named = bool(self.spec.until.metrics)
+            judged = [m for m in metrics if named or not _near_zero(m)]
+            look.update(
+                width_look(
+                    _intervals(run, judged),
+                    left_out=[m for m in metrics if m not in judged],
+                    cells=len(self.plan.cells),
+                    limit=float(self.spec.until.ci_width or 0),
+                )
+            )
+            decided = look.pop("decided")
         look["decided"] = decided
         look["stop"] = sequential.stop_reason(decided, round_, self.design, self.spec.until.rule)
         return look
+
+    def _decide(self, look: dict[str, Any], run: RunInput, metrics: tuple[str, ...]) -> bool:
+        """The look's boundary, at the information its sample sizes give, and its test."""
+        round_ = int(look["round"])
+        fraction = sequential.information_fraction(list(look["n"].values()), self.design.max)
+        bound = self.spender.look(round_, fraction)
+        alpha = self.legacy.get(round_, bound.alpha)
+        look.update(fraction=bound.fraction, z=_number(bound.z), alpha=alpha, spent=bound.spent)
+        if alpha <= 0:
+            look["comparisons"] = []
+            look["note"] = "no new information since the last look: nothing to spend"
+            return False
+        rows = _comparisons(run, str(self.spec.until.decided_by), metrics, alpha)
+        look["comparisons"] = rows
+        return sequential.all_decided([r["verdict"] for r in rows])
 
     def _cut_to(self, round_: int) -> None:
         """run.json's planned trials: the rounds that ran (readers then see a whole run)."""
@@ -166,7 +216,8 @@ class Looks:
             "until": self.spec.until.model_dump(mode="json", exclude_none=True),
             "spending": self.spec.spending,
             "alpha": self.spec.alpha,
-            "looks": [vars(look) for look in self.design.looks],
+            "boundaries": BOUNDARIES,
+            "looks": [{**vars(look), "z": _number(look.z)} for look in self.design.looks],
         }
 
     def _write(self, value: dict[str, Any]) -> None:
@@ -178,6 +229,64 @@ def stopped_round(run: store.RunDir) -> int | None:
     """The round a sequential run stopped after (its later trials are not to run)."""
     stopped = record(run).get("stopped")
     return int(stopped["round"]) if stopped else None
+
+
+def width_look(
+    found: list[dict[str, Any]], *, left_out: list[str], cells: int, limit: float
+) -> dict[str, Any]:
+    """A ``ci_width`` look from each cell x metric's interval (``found``): decided when
+    every one is within ``limit`` of its mean and every one of ``cells`` has a value.
+    A metric about 0 by nature (``left_out``) and one whose mean is 0 in a cell have no
+    relative width: they are left out, and the look says so."""
+    out = [{"metric": m, "reason": NEAR_ZERO} for m in left_out]
+    out += [
+        {"metric": c["metric"], "cell": c["cell"], "reason": ZERO_MEAN}
+        for c in found
+        if c["mean"] == 0
+    ]
+    judged = [c for c in found if c["mean"] != 0]
+    widths = [c["half_width"] for c in judged]
+    if len({c["cell"] for c in found}) < cells:
+        widths.append(None)  # a cell with no successful value yet
+    return {
+        "cells": judged,
+        "ci_width": limit,
+        "left_out": out,
+        "decided": sequential.narrow_enough(widths, limit),
+    }
+
+
+def near_zero_metrics() -> tuple[Metric, ...]:
+    """The metrics whose usual value is 0, which ``ci_width`` cannot judge."""
+    return tuple(m for m in REGISTRY if m.near_zero)
+
+
+def _near_zero(name: str) -> bool:
+    found = metric(name)
+    return found is not None and found.near_zero
+
+
+def _saved_alphas(design: Mapping[str, Any]) -> dict[int, float]:
+    """A design recorded before exact boundaries: its looks' alphas, kept on resume."""
+    return {int(look["round"]): float(look["alpha"]) for look in design.get("looks", ())}
+
+
+def _progress_line(look: Mapping[str, Any]) -> str:
+    """The look in one line: what it decided and, for ci_width, what it left out."""
+    head = f"dbrig: look after round {look['round']}"
+    if "comparisons" in look:
+        rows = look["comparisons"]
+        done = sum(r["verdict"] in sequential.DECIDED_VERDICTS for r in rows)
+        z = "no alpha to spend" if look["z"] is None else f"|z| >= {look['z']:.2f}"
+        return f"{head} ({z}, alpha {look['alpha']:.2g}): {done} of {len(rows)} decided"
+    widths = [c["half_width"] for c in look["cells"]]
+    known = [w for w in widths if w is not None]
+    widest = f"+/-{100 * max(known):.1f} %" if known else "not known yet"
+    line = f"{head}: widest interval {widest}, want +/-{100 * look['ci_width']:g} %"
+    left = sorted({x["metric"] for x in look["left_out"]})
+    if left:
+        line += f"; left out (mean about 0, no relative width): {', '.join(left)}"
+    return line
 
 
 def _rounds(plan: Plan) -> dict[int, list[str]]:
@@ -215,7 +324,7 @@ def _comparisons(
     ]
 
 
-def _intervals(run: RunInput, metrics: tuple[str, ...]) -> list[dict[str, Any]]:
+def _intervals(run: RunInput, metrics: list[str]) -> list[dict[str, Any]]:
     found = []
     for value in cell_values(run, metrics):
         width = sequential.relative_half_width(value.mean, value.ci_low, value.ci_high)
