@@ -96,6 +96,13 @@ def test_the_run_id_round_trips_and_an_older_run_has_none() -> None:
         SavedRun.from_json({"format_version": FORMAT_VERSION, "run_id": 7})
 
 
+@pytest.mark.parametrize("run_id", ["../../../tmp/x", "0A1B2C3D", "0a1b2c3", "0a1b2c3d/"])
+def test_a_run_id_that_could_name_another_folder_is_refused(run_id: str) -> None:
+    """The id names the run's folders on other hosts (``~/.dbrig/<run>-<id>-<server>``)."""
+    with pytest.raises(ConfigError, match="run_id: expected eight hex digits"):
+        SavedRun.from_json({"format_version": FORMAT_VERSION, "run_id": run_id})
+
+
 def test_unknown_keys_are_kept_when_rewritten() -> None:
     saved = SavedRun.from_json({"format_version": 1, "status": "complete", "note": "mine"})
     assert saved.to_json()["note"] == "mine"

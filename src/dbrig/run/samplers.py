@@ -253,7 +253,8 @@ def _finish(
                 warnings.append(f"{entry.key}: {command} {how}: its results may be incomplete")
         if entry.finish is not None:
             outcome = entry.finish(inputs)
-            metrics.update(outcome.metrics)
+            # only the metrics the entry declares (an agent's answer cannot set others)
+            metrics.update({k: v for k, v in outcome.metrics.items() if k in entry.metrics})
             warnings.extend(outcome.warnings)
 
 
@@ -270,5 +271,6 @@ def _collect(
             raise disk_full(folder) from sampler.failure
     for entry, sampler in built:
         if entry.collect is not None and (outcome := entry.collect(sampler, folder)):
-            metrics.update(outcome.metrics)
+            # only the metrics the entry declares (an agent's answer cannot set others)
+            metrics.update({k: v for k, v in outcome.metrics.items() if k in entry.metrics})
             warnings.extend(outcome.warnings)

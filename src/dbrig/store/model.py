@@ -31,6 +31,7 @@ migrated on its own when read. Files on disk are never rewritten to migrate.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +94,18 @@ def migrate(
 
 
 # -- field checks ------------------------------------------------------------------------
+
+
+RUN_ID = re.compile(r"[0-9a-f]{8}")
+
+
+def _run_id(data: Mapping[str, Any], where: str) -> str | None:
+    """The run's id names its folders on other hosts: eight hex digits, nothing a path
+    could climb out of ``~/.dbrig`` with."""
+    run_id = _field(data, "run_id", str, where, None)
+    if run_id is not None and not RUN_ID.fullmatch(run_id):
+        raise ConfigError(f"{where}: run_id: expected eight hex digits, got {run_id!r}")
+    return run_id
 
 
 def _field(data: Mapping[str, Any], key: str, kinds: Any, source: str, default: Any) -> Any:
@@ -226,7 +239,7 @@ class SavedRun:
         return cls(
             status=_field(data, "status", str, where, None),
             created_at=_field(data, "created_at", str, where, None),
-            run_id=_field(data, "run_id", str, where, None),
+            run_id=_run_id(data, where),
             source=_field(data, "source", str, where, None),
             digest=_field(data, "digest", str, where, None),
             seed=_field(data, "seed", int, where, None),
