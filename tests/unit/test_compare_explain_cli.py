@@ -71,7 +71,10 @@ def test_the_flame_graph_json_and_markdown_outputs(tmp_path: Path) -> None:
     assert all(len(t["rows"]) <= 10 for t in explanation["tables"])
     row = explanation["tables"][0]["rows"][0]
     assert row["n_baseline"] == row["n_candidate"] == 3 and row["ci_low"] < row["delta"]
-    assert "<summary>Why: (single cell)" in paths["md"].read_text()
+    markdown = paths["md"].read_text()
+    assert "<summary>Why: (single cell)" in markdown
+    untested = [line for line in markdown.splitlines() if line.endswith("| small: untested |")]
+    assert untested and all(line.split(" | ")[-3] == "-" for line in untested)  # no p
     page = paths["html"].read_text()
     assert "dbrigDiffSearch" in page and "Why: CPU profiles and server internals" in page
 

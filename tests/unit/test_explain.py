@@ -12,6 +12,7 @@ from dbrig.analysis import explain
 from dbrig.analysis.explain import Rules, TrialEvidence, explain_cells
 from dbrig.analysis.internals import TrialInternals
 from dbrig.analysis.stats import ONE_TRIAL, compare_difference
+from dbrig.report import compare_explain
 
 RULES = Rules(alpha=0.05, threshold=0.05, correction="holm", rows=10)
 
@@ -205,3 +206,13 @@ def test_frame_shares_are_the_widths_of_a_flame_graph() -> None:
     assert shares["mariadbd;do_command;filesort"] == pytest.approx(0.4)
     assert shares["mariadbd;do_command;filesort;memcmp"] == pytest.approx(0.3)
     assert explain.frame_shares({}) == {}
+
+
+def test_an_untested_row_shows_no_p_value() -> None:
+    base = [{"big": 99.8, "tiny": 0.2}, {"big": 99.7, "tiny": 0.3}, {"big": 99.9, "tiny": 0.1}]
+    cand = [{"big": 99.9, "tiny": 0.1}, {"big": 99.8, "tiny": 0.2}, {"big": 99.95, "tiny": 0.05}]
+    table = explain.change_table(explain.SELF, base, cand, RULES, whole=100.0)
+    cells = {r[0]: r for r in compare_explain.rows(table)}
+    assert table.rows[[r.name for r in table.rows].index("tiny")].stats.p_value is not None
+    assert cells["tiny"][5] == "-" and cells["tiny"][-1] == explain.SMALL
+    assert cells["big"][5] != "-"

@@ -74,7 +74,7 @@ def rows(table: ChangeTable, limit: int | None = NAME_CHARS) -> list[list[str]]:
             format_number(row.stats.mean_cand),
             _signed(row.stats.delta),
             _interval(row),
-            format_p(row.p_adjusted if row.p_adjusted is not None else row.stats.p_value),
+            format_p(row.p_adjusted),  # a row outside the tested family has none: "-"
             f"{row.stats.n_base}/{row.stats.n_cand}",
             row.verdict,
         ]
