@@ -216,3 +216,12 @@ def test_an_untested_row_shows_no_p_value() -> None:
     assert table.rows[[r.name for r in table.rows].index("tiny")].stats.p_value is not None
     assert cells["tiny"][5] == "-" and cells["tiny"][-1] == explain.SMALL
     assert cells["big"][5] != "-"
+
+
+def test_a_kind_without_rows_gives_no_table() -> None:
+    base = [_trial(f"b{i}", None, _internals({"wait/io/x": 10.0 + i}, 1000)) for i in range(3)]
+    cand = [_trial(f"c{i}", None, _internals({"wait/io/x": 20.0 + i}, 1000)) for i in range(3)]
+    found = explain_cells(base, cand, RULES)  # waits, and empty digests.csv everywhere
+    assert found is not None and [t.kind for t in found.tables] == [explain.WAITS]
+    empty = [_trial("b", None, _internals({}, 1000))]
+    assert explain_cells(empty, empty, RULES) is None

@@ -284,6 +284,7 @@ def explain_cells(
     if base_dig and cand_dig:
         table = change_table(DIGESTS, base_dig, cand_dig, rules)
         tables.append(_named_digests(table, [*base, *cand]))
+    tables = [t for t in tables if t.rows]  # e.g. no statements in any trial's digests.csv
     if not tables:
         return None
     return CellExplanation(
