@@ -115,3 +115,32 @@ def test_two_runs_explain_cell_by_cell(tmp_path: Path) -> None:
 def test_runs_without_profiles_or_internals_print_no_explanation() -> None:
     code, out = invoke([str(COMPARE_RUNS / "base"), str(COMPARE_RUNS / "aa")])
     assert code == 0 and "why," not in out and "flame graph" not in out
+
+
+PS_OFF = "internals: performance_schema is OFF on the server: no wait events\n"
+
+
+def test_a_trial_whose_waits_were_not_read_is_left_out_not_zero(tmp_path: Path) -> None:
+    run = tmp_path / "flush-log"
+    shutil.copytree(RUN, run)
+    for trial in ("c001-r1", "c001-r2", "c001-r3"):
+        for name in ("waits.csv", "digests.csv"):
+            (run / "trials" / trial / name).unlink()
+        (run / "trials" / trial / "internals.out").write_text(PS_OFF)
+    code, out = invoke([str(run), *BY])
+    assert code == 0, out
+    assert "wait events by time" not in out and "statements by time" not in out
+    assert "→ 0" not in out and "CPU functions by self share" in out
+    # one trial of three: the candidate's waits are its other two trials'
+    shutil.rmtree(run)
+    shutil.copytree(RUN, run)
+    for name in ("waits.csv", "digests.csv"):
+        (run / "trials" / "c001-r1" / name).unlink()
+    (run / "trials" / "c001-r1" / "internals.out").write_text(PS_OFF)
+    code, out = invoke([str(run), *BY])
+    assert code == 0, out
+    waits = _table(out, "wait events by time per transaction (µs/txn), 3/2 trials")
+    handler = next(line for line in waits if "wait/io/table/sql/handler" in line)
+    assert "3/2" in handler and "less" not in handler
+    assert "1 of 6 trials have no wait events, left out of n (c001-r1): performance_schema" in out
+    assert "1 of 6 trials have no statement digests" in out

@@ -225,3 +225,17 @@ def test_a_kind_without_rows_gives_no_table() -> None:
     assert found is not None and [t.kind for t in found.tables] == [explain.WAITS]
     empty = [_trial("b", None, _internals({}, 1000))]
     assert explain_cells(empty, empty, RULES) is None
+
+
+def test_a_trial_without_waits_is_left_out_not_counted_as_zero() -> None:
+    base = [_trial(f"b{i}", None, _internals({"wait/io/x": 100.0 + i}, 1000)) for i in range(3)]
+    cand = [_trial(f"c{i}", None, _internals({"wait/io/x": 100.0 + i}, 1000)) for i in range(2)]
+    off = "performance_schema is OFF on the server: no wait events"
+    cand.append(TrialEvidence("c2", None, TrialInternals(None, None, 1000), (off,)))
+    found = explain_cells(base, cand, RULES)
+    assert found is not None
+    (waits,) = found.tables
+    (row,) = waits.rows
+    assert (waits.n_base, waits.n_cand) == (3, 2) and row.stats.n_cand == 2
+    assert row.stats.mean_cand == pytest.approx(100.5) and row.verdict != explain.LESS
+    assert f"1 of 6 trials have no wait events, left out of n (c2): {off}" in waits.notes

@@ -18,9 +18,13 @@ trials a side, and Holm's correction over each table's tested rows.
   :mod:`dbrig.analysis.profile` does. A trial with no samples has no share.
 * **wait events**: a trial's wait time of the event (condition waits left out, as
   everywhere) in microseconds over its transactions; a trial without a transaction
-  count adds nothing. An event a trial's waits.csv lacks did not wait there: 0.
+  count adds nothing. An event a trial's waits.csv lacks did not wait there: 0. A
+  trial without waits.csv (the sampler writes it only when it read both ends of the
+  window) has unknown waits, not none: it is left out of the table's n, and a note
+  says which trials and why (their internals.out).
 * **statements** (by schema and digest): the same per transaction; digests.csv keeps
-  each trial's top statements only, so one missing from a trial counts as 0 there.
+  each trial's top statements only, so one missing from a trial counts as 0 there. A
+  trial without digests.csv is left out, as one without waits.csv.
 
 Rows are ranked by the absolute change of their means. Only rows whose mean over both
 sides together reaches :data:`MIN_TESTED` of the whole (0.5 % of the samples, of the
@@ -64,11 +68,13 @@ NO_VERDICT, SMALL, NO_TEST = "n < 2", "small: untested", "no test"
 
 @dataclass(frozen=True)
 class TrialEvidence:
-    """One trial's saved profile and internals (None: the trial has none)."""
+    """One trial's saved profile and internals (None: the trial has none).
+    ``warnings``: its internals.out lines."""
 
     trial: str
     stacks: Mapping[str, int] | None = None
     internals: TrialInternals | None = None
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -154,8 +160,9 @@ def total_shares(stacks: Mapping[str, int]) -> Values:
 
 
 def wait_us_per_txn(trial: TrialInternals) -> Values | None:
-    """Each wait event's microseconds per transaction (None: no transaction count)."""
-    if not trial.transactions:
+    """Each wait event's microseconds per transaction (None: no transaction count, or
+    no waits.csv)."""
+    if not trial.transactions or trial.waits is None:
         return None
     times: Counter[str] = Counter()
     for row in trial.waits:
@@ -169,8 +176,9 @@ def digest_key(row: Mapping[str, str]) -> str:
 
 
 def digest_us_per_txn(trial: TrialInternals) -> Values | None:
-    """Each statement's (schema and digest) microseconds per transaction."""
-    if not trial.transactions:
+    """Each statement's (schema and digest) microseconds per transaction (None: no
+    transaction count, or no digests.csv)."""
+    if not trial.transactions or trial.digests is None:
         return None
     times: Counter[str] = Counter()
     for row in trial.digests:
@@ -247,6 +255,9 @@ def _verdict(diff: Difference, p_adjusted: float | None, rules: Rules) -> str:
 
 # --------------------------------------------------------------------------- a cell pair
 
+WAIT_NOTE = "condition waits (wait/synch/cond/) left out, as from server_wait_s"
+PART_NAMES = {WAITS: "wait events", DIGESTS: "statement digests"}
+
 
 def _per_trial(
     trials: Sequence[TrialEvidence], read: Callable[[TrialInternals], Values | None]
@@ -257,6 +268,29 @@ def _per_trial(
 
 def _profiled(trials: Sequence[TrialEvidence]) -> list[Mapping[str, int]]:
     return [t.stacks for t in trials if t.stacks is not None and sum(t.stacks.values()) > 0]
+
+
+def _lacking(trial: TrialEvidence, part: str) -> bool:
+    """Whether the internals sampler ran in ``trial`` but left no ``part`` to read."""
+    if trial.internals is None:
+        return False
+    return (trial.internals.waits if part == WAITS else trial.internals.digests) is None
+
+
+def missing_notes(trials: Sequence[TrialEvidence], part: str) -> list[str]:
+    """Which sampled trials have no ``part`` (:data:`WAITS`, :data:`DIGESTS`) and why
+    (their internals.out), one note per reason."""
+    sampled = [t for t in trials if t.internals is not None]
+    by_reason: dict[str, list[str]] = {}
+    for trial in sampled:
+        if _lacking(trial, part):
+            why = "; ".join(trial.warnings) or "no reason saved"
+            by_reason.setdefault(why, []).append(trial.trial)
+    return [
+        f"{len(names)} of {len(sampled)} trials have no {PART_NAMES[part]}, left out of n "
+        f"({', '.join(names)}): {why}"
+        for why, names in by_reason.items()
+    ]
 
 
 def explain_cells(
@@ -270,6 +304,7 @@ def explain_cells(
     cand_cell: str = "",
 ) -> CellExplanation | None:
     """The tables of every kind both sides have data for (None: no kind)."""
+    trials = [*base, *cand]
     tables: list[ChangeTable] = []
     base_profiles, cand_profiles = _profiled(base), _profiled(cand)
     if base_profiles and cand_profiles:
@@ -278,31 +313,37 @@ def explain_cells(
             tables.append(change_table(kind, b, c, rules, whole=100.0))
     base_waits, cand_waits = _per_trial(base, wait_us_per_txn), _per_trial(cand, wait_us_per_txn)
     if base_waits and cand_waits:
-        note = "condition waits (wait/synch/cond/) left out, as from server_wait_s"
-        tables.append(change_table(WAITS, base_waits, cand_waits, rules, notes=[note]))
+        notes = [WAIT_NOTE, *missing_notes(trials, WAITS)]
+        tables.append(change_table(WAITS, base_waits, cand_waits, rules, notes=notes))
     base_dig, cand_dig = _per_trial(base, digest_us_per_txn), _per_trial(cand, digest_us_per_txn)
     if base_dig and cand_dig:
-        table = change_table(DIGESTS, base_dig, cand_dig, rules)
-        tables.append(_named_digests(table, [*base, *cand]))
+        table = change_table(DIGESTS, base_dig, cand_dig, rules, notes=_digest_notes(trials))
+        tables.append(_named_digests(table, trials))
     tables = [t for t in tables if t.rows]  # e.g. no statements in any trial's digests.csv
     if not tables:
         return None
+    both = bool(base_profiles) and bool(cand_profiles)
     return CellExplanation(
         candidate,
         label,
         base_cell,
         cand_cell,
         tuple(tables),
-        merge(base_profiles) if base_profiles and cand_profiles else {},
-        merge(cand_profiles) if base_profiles and cand_profiles else {},
+        merge(base_profiles) if both else {},
+        merge(cand_profiles) if both else {},
     )
+
+
+def _digest_notes(trials: Sequence[TrialEvidence]) -> list[str]:
+    note = "a statement missing from a trial's top statements (digests.csv) counts as 0 there"
+    return [note, *missing_notes(trials, DIGESTS)]
 
 
 def _named_digests(table: ChangeTable, trials: Sequence[TrialEvidence]) -> ChangeTable:
     """Statement rows named by their text, with their schema beside."""
     texts: dict[str, str] = {}
     for trial in trials:
-        for row in trial.internals.digests if trial.internals else ():
+        for row in (trial.internals.digests if trial.internals else None) or ():
             texts.setdefault(digest_key(row), row["text"])
     rows = tuple(
         Change(
@@ -314,9 +355,8 @@ def _named_digests(table: ChangeTable, trials: Sequence[TrialEvidence]) -> Chang
         )
         for row in table.rows
     )
-    note = "a statement missing from a trial's top statements counts as 0 there"
     return ChangeTable(
-        table.kind, table.n_base, table.n_cand, table.seen, table.tested, rows, (*table.notes, note)
+        table.kind, table.n_base, table.n_cand, table.seen, table.tested, rows, table.notes
     )
 
 

@@ -17,9 +17,11 @@ from dbrig.analysis.internals import TrialInternals
 from dbrig.analysis.profile import parse_folded
 
 # The trial's files (sampling/profile.py, sampling/internals.py): internals.out is
-# written whenever the internals sampler ran, even when it had nothing to complain of.
+# written whenever the internals sampler ran, even when it had nothing to complain of;
+# its lines say why a part is missing.
 FOLDED, INTERNALS_OUT = "profile.folded", "internals.out"
 WAITS, DIGESTS = "waits.csv", "digests.csv"
+WARNING_PREFIX = "internals: "
 
 
 @dataclass(frozen=True)
@@ -30,11 +32,21 @@ class SavedSide:
     results: pd.DataFrame
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
+def _rows(path: Path) -> list[dict[str, str]] | None:
+    """The file's rows; None without it (written only when both ends of the window
+    were read): that trial's waits are unknown, not none."""
     if not path.exists():
-        return []
+        return None
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def _warnings(folder: Path) -> tuple[str, ...]:
+    try:
+        lines = (folder / INTERNALS_OUT).read_text(errors="replace").splitlines()
+    except OSError:
+        return ()
+    return tuple(line.removeprefix(WARNING_PREFIX) for line in lines if line.strip())
 
 
 def trial_evidence(folder: Path, transactions: float | None) -> TrialEvidence:
@@ -44,7 +56,7 @@ def trial_evidence(folder: Path, transactions: float | None) -> TrialEvidence:
     internals = None
     if (folder / INTERNALS_OUT).exists() or (folder / WAITS).exists():
         internals = TrialInternals(_rows(folder / WAITS), _rows(folder / DIGESTS), transactions)
-    return TrialEvidence(folder.name, stacks, internals)
+    return TrialEvidence(folder.name, stacks, internals, _warnings(folder))
 
 
 def cell_evidence(side: SavedSide, cell_ids: str) -> list[TrialEvidence]:

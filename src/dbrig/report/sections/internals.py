@@ -17,9 +17,12 @@ WAITS, DIGESTS, OUT = "waits.csv", "digests.csv", "internals.out"  # sampling/in
 WARNING_PREFIX = "internals: "
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
+def _rows(path: Path, problems: list[str]) -> list[dict[str, str]] | None:
+    """The file's rows; None (and a note) for a trial without it: that trial is left
+    out of the table, not counted as having waited 0."""
     if not path.exists():
-        return []
+        problems.append(f"{path.parent.name}: no {path.name}, left out of its table")
+        return None
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
 
@@ -47,8 +50,11 @@ def cell_internals(data: RunData, cell: str, label: str) -> dict[str, Any] | Non
     sampled = [f for f in folders if (f / OUT).exists()]
     if not sampled:
         return None
+    problems: list[str] = []
     trials = [
-        TrialInternals(_rows(f / WAITS), _rows(f / DIGESTS), _transactions(data, f.name))
+        TrialInternals(
+            _rows(f / WAITS, problems), _rows(f / DIGESTS, problems), _transactions(data, f.name)
+        )
         for f in sampled
     ]
     return {
@@ -57,7 +63,7 @@ def cell_internals(data: RunData, cell: str, label: str) -> dict[str, Any] | Non
         "trials": len(sampled),
         "waits": top_waits(trials),
         "digests": top_digests(trials),
-        "notes": _notes(sampled),
+        "notes": _notes(sampled) + problems,
     }
 
 
