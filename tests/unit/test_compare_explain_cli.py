@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from dbrig.commands import compare_command
+from dbrig.report.explain_inputs import digests_kept, trial_evidence
 from tests.helpers.cli import invoke as invoke_command
 from tests.helpers.files import COMPARE_RUNS
 
@@ -144,3 +145,31 @@ def test_a_trial_whose_waits_were_not_read_is_left_out_not_zero(tmp_path: Path) 
     assert "3/2" in handler and "less" not in handler
     assert "1 of 6 trials have no wait events, left out of n (c001-r1): performance_schema" in out
     assert "1 of 6 trials have no statement digests" in out
+
+
+def test_a_statement_under_a_full_top_list_is_unknown_not_zero(tmp_path: Path) -> None:
+    """The fixture keeps 5 statements a trial (sampling.internals.digests: 5) and every
+    list is full: one missing from a list may have run, just below the cut."""
+    run = tmp_path / "flush-log"
+    shutil.copytree(RUN, run)
+    digests = run / "trials" / "c001-r1" / "digests.csv"
+    rows = [line for line in digests.read_text().splitlines() if "DELETE FROM" not in line]
+    rows.append("sbtest,ffff,10,0.010,1.0,0,0,SELECT 1")  # still 5 statements: full
+    digests.write_text("\n".join(rows) + "\n")
+    code, out = invoke([str(run), *BY, "--json", str(tmp_path / "out.json")])
+    assert code == 0, out
+    (explanation,) = json.loads((tmp_path / "out.json").read_text())["explanations"]
+    statements = next(t for t in explanation["tables"] if t["kind"] == "digests")
+    delete = next(r for r in statements["rows"] if r["name"].startswith("DELETE FROM"))
+    assert (delete["n_baseline"], delete["n_candidate"]) == (3, 2)
+    assert any("c001-r1" in note and "unknown" in note for note in statements["notes"])
+
+
+def test_a_trials_statement_list_is_full_at_the_scenarios_cap() -> None:
+    meta = json.loads((RUN / "run.json").read_text())
+    assert digests_kept(meta) == 5 and digests_kept({}) == 20
+    folder = RUN / "trials" / "c000-r1"  # 5 statements
+    full = trial_evidence(folder, 1000.0, 5).internals
+    short = trial_evidence(folder, 1000.0, 6).internals
+    assert full is not None and full.digests_full
+    assert short is not None and not short.digests_full

@@ -239,3 +239,13 @@ def test_a_trial_without_waits_is_left_out_not_counted_as_zero() -> None:
     assert (waits.n_base, waits.n_cand) == (3, 2) and row.stats.n_cand == 2
     assert row.stats.mean_cand == pytest.approx(100.5) and row.verdict != explain.LESS
     assert f"1 of 6 trials have no wait events, left out of n (c2): {off}" in waits.notes
+
+
+def test_a_statement_missing_from_a_full_top_list_is_unknown_there() -> None:
+    base = [{"a": 10.0, "b": 5.0}, {"a": 11.0, "b": 6.0}, explain.Partial({"a": 12.0})]
+    cand = [{"a": 20.0}, {"a": 21.0, "b": 6.0}, {"a": 22.0, "b": 5.0}]
+    table = explain.change_table(explain.DIGESTS, base, cand, RULES)
+    b = next(r for r in table.rows if r.name == "b")
+    # left out of the full list's trial; 0 where the list was short and lacks it
+    assert (b.stats.n_base, b.stats.n_cand) == (2, 3)
+    assert b.stats.mean_base == pytest.approx(5.5) and b.stats.mean_cand == pytest.approx(11 / 3)

@@ -22,9 +22,10 @@ trials a side, and Holm's correction over each table's tested rows.
   trial without waits.csv (the sampler writes it only when it read both ends of the
   window) has unknown waits, not none: it is left out of the table's n, and a note
   says which trials and why (their internals.out).
-* **statements** (by schema and digest): the same per transaction; digests.csv keeps
-  each trial's top statements only, so one missing from a trial counts as 0 there. A
-  trial without digests.csv is left out, as one without waits.csv.
+* **statements** (by schema and digest): the same per transaction. digests.csv keeps
+  each trial's top ``sampling.internals.digests`` statements only: one missing from a
+  trial's list counts as 0 there while the list is shorter than that, and is unknown
+  (that trial left out of the statement's n) when the list is full.
 
 Rows are ranked by the absolute change of their means. Only rows whose mean over both
 sides together reaches :data:`MIN_TESTED` of the whole (0.5 % of the samples, of the
@@ -36,6 +37,7 @@ changed by less than twice that, so it never tops the table.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -145,6 +147,24 @@ class Rules:
 Values = dict[str, float]  # row name -> the trial's value
 
 
+@dataclass(frozen=True)
+class Partial:
+    """A trial's values of which only the top ones were kept: a name missing there is
+    unknown (not 0), and the trial is left out of that row."""
+
+    values: Values
+
+
+def _value(trial: Values | Partial, name: str) -> float:
+    if isinstance(trial, Partial):
+        return trial.values.get(name, math.nan)  # NaN: compare_difference leaves it out
+    return trial.get(name, 0.0)
+
+
+def _names(trial: Values | Partial) -> Values:
+    return trial.values if isinstance(trial, Partial) else trial
+
+
 def self_shares(stacks: Mapping[str, int]) -> Values:
     """Each function's self share of the trial's samples, in percent."""
     return {f.name: 100 * f.self_share for f in function_shares(stacks) if f.self_share}
@@ -191,20 +211,21 @@ def digest_us_per_txn(trial: TrialInternals) -> Values | None:
 
 def change_table(
     kind: str,
-    base: Sequence[Values],
-    cand: Sequence[Values],
+    base: Sequence[Values | Partial],
+    cand: Sequence[Values | Partial],
     rules: Rules,
     whole: float | None = None,
     notes: Sequence[str] = (),
 ) -> ChangeTable:
     """The ``rules.rows`` rows of ``kind`` whose mean changed most. ``whole`` is what
     :data:`MIN_TESTED` is a fraction of (default: the trials' mean sum of values)."""
-    names = sorted(set().union(*base, *cand))
+    names = sorted(set().union(*(_names(v) for v in [*base, *cand])))
     if whole is None:
-        whole = float(np.mean([sum(v.values()) for v in [*base, *cand]])) if names else 0.0
+        sums = [sum(_names(v).values()) for v in [*base, *cand]]
+        whole = float(np.mean(sums)) if names else 0.0
     diffs = {
         name: compare_difference(
-            [v.get(name, 0.0) for v in base], [v.get(name, 0.0) for v in cand], alpha=rules.alpha
+            [_value(v, name) for v in base], [_value(v, name) for v in cand], alpha=rules.alpha
         )
         for name in names
     }
@@ -223,11 +244,15 @@ def change_table(
 
 
 def _testable(
-    diff: Difference, base: Sequence[Values], cand: Sequence[Values], name: str, whole: float
+    diff: Difference,
+    base: Sequence[Values | Partial],
+    cand: Sequence[Values | Partial],
+    name: str,
+    whole: float,
 ) -> bool:
     if diff.p_value is None:
         return False
-    values = [v.get(name, 0.0) for v in [*base, *cand]]
+    values = [x for v in [*base, *cand] if not math.isnan(x := _value(v, name))]
     return bool(values) and float(np.mean(values)) >= MIN_TESTED * whole
 
 
@@ -264,6 +289,15 @@ def _per_trial(
 ) -> list[Values]:
     found = [read(t.internals) for t in trials if t.internals is not None]
     return [v for v in found if v is not None]
+
+
+def _digests_per_trial(trials: Sequence[TrialEvidence]) -> list[Values | Partial]:
+    found: list[Values | Partial] = []
+    for trial in trials:
+        if trial.internals is None or (values := digest_us_per_txn(trial.internals)) is None:
+            continue
+        found.append(Partial(values) if trial.internals.digests_full else values)
+    return found
 
 
 def _profiled(trials: Sequence[TrialEvidence]) -> list[Mapping[str, int]]:
@@ -315,7 +349,7 @@ def explain_cells(
     if base_waits and cand_waits:
         notes = [WAIT_NOTE, *missing_notes(trials, WAITS)]
         tables.append(change_table(WAITS, base_waits, cand_waits, rules, notes=notes))
-    base_dig, cand_dig = _per_trial(base, digest_us_per_txn), _per_trial(cand, digest_us_per_txn)
+    base_dig, cand_dig = _digests_per_trial(base), _digests_per_trial(cand)
     if base_dig and cand_dig:
         table = change_table(DIGESTS, base_dig, cand_dig, rules, notes=_digest_notes(trials))
         tables.append(_named_digests(table, trials))
@@ -335,7 +369,13 @@ def explain_cells(
 
 
 def _digest_notes(trials: Sequence[TrialEvidence]) -> list[str]:
+    full = [t.trial for t in trials if t.internals is not None and t.internals.digests_full]
     note = "a statement missing from a trial's top statements (digests.csv) counts as 0 there"
+    if full:
+        note += (
+            f", but as unknown where the list is full (sampling.internals.digests rows: "
+            f"{', '.join(full)}): that trial is left out of the statement's n"
+        )
     return [note, *missing_notes(trials, DIGESTS)]
 
 

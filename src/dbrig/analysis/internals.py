@@ -28,6 +28,9 @@ class TrialInternals:
     waits: Sequence[Mapping[str, str]] | None
     digests: Sequence[Mapping[str, str]] | None
     transactions: float | None  # in its measured window
+    # digests.csv holds sampling.internals.digests rows, its cap: a statement missing from
+    # it may have run, below the cut (sampling/internals.py, digest_deltas).
+    digests_full: bool = False
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -22,14 +23,26 @@ from dbrig.analysis.profile import parse_folded
 FOLDED, INTERNALS_OUT = "profile.folded", "internals.out"
 WAITS, DIGESTS = "waits.csv", "digests.csv"
 WARNING_PREFIX = "internals: "
+DIGESTS_KEPT = "sampling.internals.digests"  # the scenario's cap on digests.csv's rows
+DEFAULT_DIGESTS_KEPT = 20  # scenario/model.py Internals.digests
 
 
 @dataclass(frozen=True)
 class SavedSide:
-    """A run directory and its results frame (one run gives both sides with --by)."""
+    """A run directory and its results frame (one run gives both sides with --by);
+    ``digests_kept``: its scenario's sampling.internals.digests."""
 
     path: Path
     results: pd.DataFrame
+    digests_kept: int = DEFAULT_DIGESTS_KEPT
+
+
+def digests_kept(meta: Any) -> int:
+    """sampling.internals.digests of a run's run.json (its default if not there)."""
+    try:
+        return int(meta["scenario"]["sampling"]["internals"]["digests"])
+    except (KeyError, TypeError, ValueError):
+        return DEFAULT_DIGESTS_KEPT
 
 
 def _rows(path: Path) -> list[dict[str, str]] | None:
@@ -49,13 +62,19 @@ def _warnings(folder: Path) -> tuple[str, ...]:
     return tuple(line.removeprefix(WARNING_PREFIX) for line in lines if line.strip())
 
 
-def trial_evidence(folder: Path, transactions: float | None) -> TrialEvidence:
+def trial_evidence(
+    folder: Path, transactions: float | None, digests_cap: int = DEFAULT_DIGESTS_KEPT
+) -> TrialEvidence:
     """One trial's profile and internals, as saved (None for what it does not have)."""
     folded = folder / FOLDED
     stacks = parse_folded(folded.read_text(errors="replace")) if folded.exists() else None
     internals = None
     if (folder / INTERNALS_OUT).exists() or (folder / WAITS).exists():
-        internals = TrialInternals(_rows(folder / WAITS), _rows(folder / DIGESTS), transactions)
+        digests = _rows(folder / DIGESTS)
+        # The cap counts the prepared statements' row too (sampling/internals.py, _digests
+        # then digest_deltas): a list of that many rows may have left statements out.
+        full = digests is not None and len(digests) >= digests_cap
+        internals = TrialInternals(_rows(folder / WAITS), digests, transactions, full)
     return TrialEvidence(folder.name, stacks, internals, _warnings(folder))
 
 
@@ -70,8 +89,14 @@ def cell_evidence(side: SavedSide, cell_ids: str) -> list[TrialEvidence]:
     found = []
     for record in chosen.to_dict("records"):
         folder = side.path / "trials" / str(record["trial"])
-        found.append(trial_evidence(folder, _transactions(record.get("transactions"))))
+        cap = _whole(record.get(DIGESTS_KEPT)) or side.digests_kept  # a factor, if varied
+        found.append(trial_evidence(folder, _transactions(record.get("transactions")), cap))
     return found
+
+
+def _whole(value: object) -> int | None:
+    number = _transactions(value)
+    return int(number) if number is not None else None
 
 
 def _transactions(value: object) -> float | None:
