@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from dbrig.commands import compare_command
 from dbrig.report.explain_inputs import digests_kept, trial_evidence
@@ -173,3 +174,56 @@ def test_a_trials_statement_list_is_full_at_the_scenarios_cap() -> None:
     short = trial_evidence(folder, 1000.0, 6).internals
     assert full is not None and full.digests_full
     assert short is not None and not short.digests_full
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        (
+            "waits.csv",
+            "event,count,wait_ms\nwait/io/x,3\n",
+            "waits.csv: line 2 is short (no wait_ms)",
+        ),
+        ("waits.csv", "event,wait_ms\nwait/io/x,3.0\n", "waits.csv: no column count in its header"),
+        (
+            "digests.csv",
+            "schema,digest,count,total_ms,mean_us,rows_examined,rows_sent,text\n"
+            "s,d,1,lots,1.0,0,0,COMMIT\n",
+            "digests.csv: line 2: total_ms 'lots' is not a number",
+        ),
+        (
+            "profile.folded",
+            "mariadbd;do_command 5\nnot a stack\n",
+            "profile.folded: 1 line not 'stack count', left out",
+        ),
+    ],
+)
+def test_a_bad_trial_file_is_left_out_with_a_note(
+    tmp_path: Path, name: str, text: str, said: str
+) -> None:
+    run = tmp_path / "flush-log"
+    shutil.copytree(RUN, run)
+    (run / "trials" / "c001-r2" / name).write_text(text)
+    code, out = invoke([str(run), *BY, "--json", str(tmp_path / "out.json")])
+    assert code == 0, out
+    (explanation,) = json.loads((tmp_path / "out.json").read_text())["explanations"]
+    notes = [n for t in explanation["tables"] for n in t["notes"]]
+    assert any(said in note and "c001-r2" in note for note in notes), notes
+
+
+def test_unreadable_files_of_a_whole_side_are_still_named(tmp_path: Path) -> None:
+    run = tmp_path / "flush-log"
+    shutil.copytree(RUN, run)
+    for trial in ("c001-r1", "c001-r2", "c001-r3"):
+        (run / "trials" / trial / "waits.csv").write_text("event,count,wait_ms\nx,1,nan\n")
+        (run / "trials" / trial / "profile.folded").unlink()
+        (run / "trials" / trial / "profile.folded").mkdir()  # unreadable
+    code, out = invoke([str(run), *BY, "--json", str(tmp_path / "out.json")])
+    assert code == 0, out
+    assert "wait events by time" not in out and "CPU functions" not in out
+    (explanation,) = json.loads((tmp_path / "out.json").read_text())["explanations"]
+    assert len(explanation["notes"]) == 6  # three waits.csv, three profile.folded
+    assert (
+        "note: why, (single cell): c001-r3/waits.csv: line 2: wait_ms 'nan' is not a number" in out
+    )
+    assert "note: why, (single cell): c001-r1/profile.folded: unreadable" in out

@@ -21,7 +21,7 @@ trials a side, and Holm's correction over each table's tested rows.
   count adds nothing. An event a trial's waits.csv lacks did not wait there: 0. A
   trial without waits.csv (the sampler writes it only when it read both ends of the
   window) has unknown waits, not none: it is left out of the table's n, and a note
-  says which trials and why (their internals.out).
+  says which trials and why (their internals.out, or what was wrong with the file).
 * **statements** (by schema and digest): the same per transaction. digests.csv keeps
   each trial's top ``sampling.internals.digests`` statements only: one missing from a
   trial's list counts as 0 there while the list is shorter than that, and is unknown
@@ -68,15 +68,20 @@ MORE, LESS, UNCHANGED, UNCLEAR = "more", "less", "unchanged", "unclear"
 NO_VERDICT, SMALL, NO_TEST = "n < 2", "small: untested", "no test"
 
 
+PROFILE = "profile"  # the part of a trial the SELF and TOTAL tables read
+
+
 @dataclass(frozen=True)
 class TrialEvidence:
     """One trial's saved profile and internals (None: the trial has none).
-    ``warnings``: its internals.out lines."""
+    ``warnings``: its internals.out lines; ``problems``: part (:data:`PROFILE`,
+    :data:`WAITS`, :data:`DIGESTS`) -> what was wrong with its file, one line."""
 
     trial: str
     stacks: Mapping[str, int] | None = None
     internals: TrialInternals | None = None
     warnings: tuple[str, ...] = ()
+    problems: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -117,7 +122,8 @@ class ChangeTable:
 class CellExplanation:
     """The explanation of one matched pair of cells (compare's rows of ``label`` for
     ``candidate``); ``base_stacks``/``cand_stacks``: each side's trials merged, for the
-    differential flame graph (empty: that side has no profile)."""
+    differential flame graph (empty: that side has no profile). ``notes``: what went
+    wrong with files of a kind that got no table."""
 
     candidate: str
     label: str
@@ -126,6 +132,7 @@ class CellExplanation:
     tables: tuple[ChangeTable, ...]
     base_stacks: Mapping[str, int] = field(default_factory=dict)
     cand_stacks: Mapping[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @property
     def has_profiles(self) -> bool:
@@ -281,7 +288,7 @@ def _verdict(diff: Difference, p_adjusted: float | None, rules: Rules) -> str:
 # --------------------------------------------------------------------------- a cell pair
 
 WAIT_NOTE = "condition waits (wait/synch/cond/) left out, as from server_wait_s"
-PART_NAMES = {WAITS: "wait events", DIGESTS: "statement digests"}
+PART_NAMES = {PROFILE: "CPU profile", WAITS: "wait events", DIGESTS: "statement digests"}
 
 
 def _per_trial(
@@ -307,24 +314,29 @@ def _profiled(trials: Sequence[TrialEvidence]) -> list[Mapping[str, int]]:
 def _lacking(trial: TrialEvidence, part: str) -> bool:
     """Whether the internals sampler ran in ``trial`` but left no ``part`` to read."""
     if trial.internals is None:
-        return False
+        return part in trial.problems  # an unreadable file of a trial without internals.out
     return (trial.internals.waits if part == WAITS else trial.internals.digests) is None
 
 
 def missing_notes(trials: Sequence[TrialEvidence], part: str) -> list[str]:
-    """Which sampled trials have no ``part`` (:data:`WAITS`, :data:`DIGESTS`) and why
-    (their internals.out), one note per reason."""
-    sampled = [t for t in trials if t.internals is not None]
+    """Which sampled trials have no ``part`` (:data:`WAITS`, :data:`DIGESTS`) and why:
+    what was wrong with its file, else their internals.out, one note per reason."""
+    sampled = [t for t in trials if t.internals is not None or part in t.problems]
     by_reason: dict[str, list[str]] = {}
     for trial in sampled:
         if _lacking(trial, part):
-            why = "; ".join(trial.warnings) or "no reason saved"
+            why = trial.problems.get(part) or "; ".join(trial.warnings) or "no reason saved"
             by_reason.setdefault(why, []).append(trial.trial)
     return [
         f"{len(names)} of {len(sampled)} trials have no {PART_NAMES[part]}, left out of n "
         f"({', '.join(names)}): {why}"
         for why, names in by_reason.items()
     ]
+
+
+def problem_notes(trials: Sequence[TrialEvidence], part: str) -> list[str]:
+    """What was wrong with the trials' files of ``part``, one line a trial."""
+    return [f"{t.trial}/{t.problems[part]}" for t in trials if part in t.problems]
 
 
 def explain_cells(
@@ -337,24 +349,33 @@ def explain_cells(
     base_cell: str = "",
     cand_cell: str = "",
 ) -> CellExplanation | None:
-    """The tables of every kind both sides have data for (None: no kind)."""
+    """The tables of every kind both sides have data for (None: no kind, and no file
+    of either side was unreadable)."""
     trials = [*base, *cand]
     tables: list[ChangeTable] = []
+    orphans: list[str] = []  # notes of a part that got no table
     base_profiles, cand_profiles = _profiled(base), _profiled(cand)
+    profile_notes = problem_notes(trials, PROFILE)
     if base_profiles and cand_profiles:
         for kind, read in ((SELF, self_shares), (TOTAL, total_shares)):
             b, c = [read(s) for s in base_profiles], [read(s) for s in cand_profiles]
-            tables.append(change_table(kind, b, c, rules, whole=100.0))
+            tables.append(change_table(kind, b, c, rules, whole=100.0, notes=profile_notes))
+    else:
+        orphans += profile_notes
     base_waits, cand_waits = _per_trial(base, wait_us_per_txn), _per_trial(cand, wait_us_per_txn)
     if base_waits and cand_waits:
         notes = [WAIT_NOTE, *missing_notes(trials, WAITS)]
         tables.append(change_table(WAITS, base_waits, cand_waits, rules, notes=notes))
+    else:
+        orphans += problem_notes(trials, WAITS)
     base_dig, cand_dig = _digests_per_trial(base), _digests_per_trial(cand)
     if base_dig and cand_dig:
         table = change_table(DIGESTS, base_dig, cand_dig, rules, notes=_digest_notes(trials))
         tables.append(_named_digests(table, trials))
+    else:
+        orphans += problem_notes(trials, DIGESTS)
     tables = [t for t in tables if t.rows]  # e.g. no statements in any trial's digests.csv
-    if not tables:
+    if not tables and not orphans:
         return None
     both = bool(base_profiles) and bool(cand_profiles)
     return CellExplanation(
@@ -365,6 +386,7 @@ def explain_cells(
         tuple(tables),
         merge(base_profiles) if both else {},
         merge(cand_profiles) if both else {},
+        tuple(orphans),
     )
 
 

@@ -340,3 +340,6 @@ def print_explanations(report: compare.CompareReport) -> None:
         console.print(rich)
         for note in table.notes:
             print_line(console, f"note: {note}", "dim")
+    for explanation in report.explanations:
+        for note in compare_explain.pair_notes(explanation):
+            print_line(console, f"note: {note}", "dim")

@@ -4,27 +4,39 @@ transaction and the statements with the most time, its trials merged
 
 from __future__ import annotations
 
-import csv
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from dbrig.analysis.internals import TrialInternals, top_digests, top_waits
 from dbrig.report.data import RunData
+from dbrig.report.internals_files import (
+    DIGEST_COLUMNS,
+    DIGESTS,
+    WAIT_COLUMNS,
+    WAITS,
+    BadFile,
+    Rows,
+    read_rows,
+)
 from dbrig.report.sections import LoadedRun, Part, render
 
-WAITS, DIGESTS, OUT = "waits.csv", "digests.csv", "internals.out"  # sampling/internals.py
+OUT = "internals.out"  # sampling/internals.py
 WARNING_PREFIX = "internals: "
 
 
-def _rows(path: Path, problems: list[str]) -> list[dict[str, str]] | None:
-    """The file's rows; None (and a note) for a trial without it: that trial is left
-    out of the table, not counted as having waited 0."""
-    if not path.exists():
-        problems.append(f"{path.parent.name}: no {path.name}, left out of its table")
+def _rows(path: Path, columns: Mapping[str, Any], problems: list[str]) -> Rows | None:
+    """The file's rows; None (and a note) for a trial without it, or with a bad one:
+    that trial is left out of the table, not counted as having waited 0."""
+    try:
+        rows = read_rows(path, columns)
+    except BadFile as exc:
+        problems.append(f"{path.parent.name}: {exc}")
         return None
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    if rows is None:
+        problems.append(f"{path.parent.name}: no {path.name}, left out of its table")
+    return rows
 
 
 def _transactions(data: RunData, trial: str) -> float | None:
@@ -53,7 +65,9 @@ def cell_internals(data: RunData, cell: str, label: str) -> dict[str, Any] | Non
     problems: list[str] = []
     trials = [
         TrialInternals(
-            _rows(f / WAITS, problems), _rows(f / DIGESTS, problems), _transactions(data, f.name)
+            _rows(f / WAITS, WAIT_COLUMNS, problems),
+            _rows(f / DIGESTS, DIGEST_COLUMNS, problems),
+            _transactions(data, f.name),
         )
         for f in sampled
     ]
