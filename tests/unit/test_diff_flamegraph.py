@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 
 from dbrig.report.diff_flamegraph import NEUTRAL, diff_colour, render_diff_svg
+from dbrig.report.flamegraph import render_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 BASE = Counter({"mariadbd;do_command;filesort;memcmp": 10, "mariadbd;do_command;net_read": 90})
@@ -88,3 +89,17 @@ def test_saturation_grows_with_the_change_and_small_changes_stay_pale() -> None:
 def test_an_empty_candidate_gives_an_empty_graph() -> None:
     root = ET.fromstring(render_diff_svg(BASE, Counter(), "d5", "t"))
     assert not [g for g in root.iter(f"{SVG}g") if g.get("class") == "fr"]
+
+
+def test_control_characters_in_a_frame_name_leave_valid_xml() -> None:
+    odd = Counter({"mariadbd;do_\x01command\x1f;net\x0bread": 5, "mariadbd;do_command": 5})
+    svg = render_diff_svg(BASE, odd, "g", "title\x07", standalone=True)
+    root = ET.fromstring(svg.encode())  # with its prolog, as a browser reads the .svg file
+    names = {g.get("data-n") for g in root.iter(f"{SVG}g")}
+    assert "do_command" in names and "netread" in names
+
+
+def test_the_cells_flame_graph_drops_control_characters_too() -> None:
+    svg = render_svg(Counter({"mariadbd;bad\x00name\x1b": 3}), "g", "t\x02")
+    names = {g.get("data-n") for g in ET.fromstring(svg).iter("g")}
+    assert "badname" in names

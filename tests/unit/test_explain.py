@@ -12,6 +12,7 @@ from dbrig.analysis import explain
 from dbrig.analysis.explain import Rules, TrialEvidence, explain_cells
 from dbrig.analysis.internals import TrialInternals
 from dbrig.analysis.stats import ONE_TRIAL, compare_difference
+from dbrig.report import compare_explain
 
 RULES = Rules(alpha=0.05, threshold=0.05, correction="holm", rows=10)
 
@@ -205,3 +206,46 @@ def test_frame_shares_are_the_widths_of_a_flame_graph() -> None:
     assert shares["mariadbd;do_command;filesort"] == pytest.approx(0.4)
     assert shares["mariadbd;do_command;filesort;memcmp"] == pytest.approx(0.3)
     assert explain.frame_shares({}) == {}
+
+
+def test_an_untested_row_shows_no_p_value() -> None:
+    base = [{"big": 99.8, "tiny": 0.2}, {"big": 99.7, "tiny": 0.3}, {"big": 99.9, "tiny": 0.1}]
+    cand = [{"big": 99.9, "tiny": 0.1}, {"big": 99.8, "tiny": 0.2}, {"big": 99.95, "tiny": 0.05}]
+    table = explain.change_table(explain.SELF, base, cand, RULES, whole=100.0)
+    cells = {r[0]: r for r in compare_explain.rows(table)}
+    assert table.rows[[r.name for r in table.rows].index("tiny")].stats.p_value is not None
+    assert cells["tiny"][5] == "-" and cells["tiny"][-1] == explain.SMALL
+    assert cells["big"][5] != "-"
+
+
+def test_a_kind_without_rows_gives_no_table() -> None:
+    base = [_trial(f"b{i}", None, _internals({"wait/io/x": 10.0 + i}, 1000)) for i in range(3)]
+    cand = [_trial(f"c{i}", None, _internals({"wait/io/x": 20.0 + i}, 1000)) for i in range(3)]
+    found = explain_cells(base, cand, RULES)  # waits, and empty digests.csv everywhere
+    assert found is not None and [t.kind for t in found.tables] == [explain.WAITS]
+    empty = [_trial("b", None, _internals({}, 1000))]
+    assert explain_cells(empty, empty, RULES) is None
+
+
+def test_a_trial_without_waits_is_left_out_not_counted_as_zero() -> None:
+    base = [_trial(f"b{i}", None, _internals({"wait/io/x": 100.0 + i}, 1000)) for i in range(3)]
+    cand = [_trial(f"c{i}", None, _internals({"wait/io/x": 100.0 + i}, 1000)) for i in range(2)]
+    off = "performance_schema is OFF on the server: no wait events"
+    cand.append(TrialEvidence("c2", None, TrialInternals(None, None, 1000), (off,)))
+    found = explain_cells(base, cand, RULES)
+    assert found is not None
+    (waits,) = found.tables
+    (row,) = waits.rows
+    assert (waits.n_base, waits.n_cand) == (3, 2) and row.stats.n_cand == 2
+    assert row.stats.mean_cand == pytest.approx(100.5) and row.verdict != explain.LESS
+    assert f"1 of 6 trials have no wait events, left out of n (c2): {off}" in waits.notes
+
+
+def test_a_statement_missing_from_a_full_top_list_is_unknown_there() -> None:
+    base = [{"a": 10.0, "b": 5.0}, {"a": 11.0, "b": 6.0}, explain.Partial({"a": 12.0})]
+    cand = [{"a": 20.0}, {"a": 21.0, "b": 6.0}, {"a": 22.0, "b": 5.0}]
+    table = explain.change_table(explain.DIGESTS, base, cand, RULES)
+    b = next(r for r in table.rows if r.name == "b")
+    # left out of the full list's trial; 0 where the list was short and lacks it
+    assert (b.stats.n_base, b.stats.n_cand) == (2, 3)
+    assert b.stats.mean_base == pytest.approx(5.5) and b.stats.mean_cand == pytest.approx(11 / 3)

@@ -233,3 +233,14 @@ def test_a_server_restarted_between_the_two_reads_of_its_uptime(
     start: float, end: float, elapsed: float, again: bool
 ) -> None:
     assert internals.restarted(start, end, elapsed) is again
+
+
+def test_a_trial_without_waits_csv_is_left_out_of_the_cells_tables() -> None:
+    start, end = _snapshots("text")
+    waits = _csv_rows(internals.waits_csv(internals.wait_deltas(start["waits"], end["waits"])))
+    one = TrialInternals(waits, [], transactions=1000)
+    blind = TrialInternals(None, None, transactions=1000)  # no waits.csv, no digests.csv
+    merged, alone = top_waits([one, blind], n=3), top_waits([one], n=3)
+    # its transactions are not counted against the other trial's waits
+    assert [w.us_per_txn for w in merged] == [w.us_per_txn for w in alone]
+    assert top_waits([blind]) == [] and top_digests([blind]) == []

@@ -168,5 +168,15 @@ def test_internals_show_each_cells_top_waits_and_statements_per_transaction(
     assert "wait/io/socket/sql/client_connection" in page and "2 trials" in page
     assert "SELECT `c` FROM `sbtest" in page
     assert "c000-r2: could not read x" in page
+    # A trial whose waits were not read is left out of the waits, not counted as none.
+    (run / "trials" / "c000-r2" / internals.WAITS).unlink()
+    cell = internals_section.cell_internals(load_run(run), "c000", "x")
+    assert cell is not None and "c000-r2: no waits.csv, left out of its table" in cell["notes"]
+    alone = {w.event: w.count for w in internals.read_waits(run / "trials/c000-r1/waits.csv")}
+    assert all(w.count == alone[w.event] for w in cell["waits"])  # c000-r1's waits only
+    # A bad file is left out in the same way, and named.
+    (run / "trials" / "c000-r2" / internals.WAITS).write_text("event,count,wait_ms\nx,1\n")
+    cell = internals_section.cell_internals(load_run(run), "c000", "x")
+    assert cell is not None and "c000-r2: waits.csv: line 2 is short (no wait_ms)" in cell["notes"]
     # A run without them has no section.
     assert internals_section.section(loaded("sweep")) is None

@@ -18,9 +18,14 @@ trials a side, and Holm's correction over each table's tested rows.
   :mod:`dbrig.analysis.profile` does. A trial with no samples has no share.
 * **wait events**: a trial's wait time of the event (condition waits left out, as
   everywhere) in microseconds over its transactions; a trial without a transaction
-  count adds nothing. An event a trial's waits.csv lacks did not wait there: 0.
-* **statements** (by schema and digest): the same per transaction; digests.csv keeps
-  each trial's top statements only, so one missing from a trial counts as 0 there.
+  count adds nothing. An event a trial's waits.csv lacks did not wait there: 0. A
+  trial without waits.csv (the sampler writes it only when it read both ends of the
+  window) has unknown waits, not none: it is left out of the table's n, and a note
+  says which trials and why (their internals.out, or what was wrong with the file).
+* **statements** (by schema and digest): the same per transaction. digests.csv keeps
+  each trial's top ``sampling.internals.digests`` statements only: one missing from a
+  trial's list counts as 0 there while the list is shorter than that, and is unknown
+  (that trial left out of the statement's n) when the list is full.
 
 Rows are ranked by the absolute change of their means. Only rows whose mean over both
 sides together reaches :data:`MIN_TESTED` of the whole (0.5 % of the samples, of the
@@ -32,6 +37,7 @@ changed by less than twice that, so it never tops the table.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,13 +68,20 @@ MORE, LESS, UNCHANGED, UNCLEAR = "more", "less", "unchanged", "unclear"
 NO_VERDICT, SMALL, NO_TEST = "n < 2", "small: untested", "no test"
 
 
+PROFILE = "profile"  # the part of a trial the SELF and TOTAL tables read
+
+
 @dataclass(frozen=True)
 class TrialEvidence:
-    """One trial's saved profile and internals (None: the trial has none)."""
+    """One trial's saved profile and internals (None: the trial has none).
+    ``warnings``: its internals.out lines; ``problems``: part (:data:`PROFILE`,
+    :data:`WAITS`, :data:`DIGESTS`) -> what was wrong with its file, one line."""
 
     trial: str
     stacks: Mapping[str, int] | None = None
     internals: TrialInternals | None = None
+    warnings: tuple[str, ...] = ()
+    problems: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -109,7 +122,8 @@ class ChangeTable:
 class CellExplanation:
     """The explanation of one matched pair of cells (compare's rows of ``label`` for
     ``candidate``); ``base_stacks``/``cand_stacks``: each side's trials merged, for the
-    differential flame graph (empty: that side has no profile)."""
+    differential flame graph (empty: that side has no profile). ``notes``: what went
+    wrong with files of a kind that got no table."""
 
     candidate: str
     label: str
@@ -118,6 +132,7 @@ class CellExplanation:
     tables: tuple[ChangeTable, ...]
     base_stacks: Mapping[str, int] = field(default_factory=dict)
     cand_stacks: Mapping[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @property
     def has_profiles(self) -> bool:
@@ -139,6 +154,24 @@ class Rules:
 Values = dict[str, float]  # row name -> the trial's value
 
 
+@dataclass(frozen=True)
+class Partial:
+    """A trial's values of which only the top ones were kept: a name missing there is
+    unknown (not 0), and the trial is left out of that row."""
+
+    values: Values
+
+
+def _value(trial: Values | Partial, name: str) -> float:
+    if isinstance(trial, Partial):
+        return trial.values.get(name, math.nan)  # NaN: compare_difference leaves it out
+    return trial.get(name, 0.0)
+
+
+def _names(trial: Values | Partial) -> Values:
+    return trial.values if isinstance(trial, Partial) else trial
+
+
 def self_shares(stacks: Mapping[str, int]) -> Values:
     """Each function's self share of the trial's samples, in percent."""
     return {f.name: 100 * f.self_share for f in function_shares(stacks) if f.self_share}
@@ -154,8 +187,9 @@ def total_shares(stacks: Mapping[str, int]) -> Values:
 
 
 def wait_us_per_txn(trial: TrialInternals) -> Values | None:
-    """Each wait event's microseconds per transaction (None: no transaction count)."""
-    if not trial.transactions:
+    """Each wait event's microseconds per transaction (None: no transaction count, or
+    no waits.csv)."""
+    if not trial.transactions or trial.waits is None:
         return None
     times: Counter[str] = Counter()
     for row in trial.waits:
@@ -169,8 +203,9 @@ def digest_key(row: Mapping[str, str]) -> str:
 
 
 def digest_us_per_txn(trial: TrialInternals) -> Values | None:
-    """Each statement's (schema and digest) microseconds per transaction."""
-    if not trial.transactions:
+    """Each statement's (schema and digest) microseconds per transaction (None: no
+    transaction count, or no digests.csv)."""
+    if not trial.transactions or trial.digests is None:
         return None
     times: Counter[str] = Counter()
     for row in trial.digests:
@@ -183,20 +218,21 @@ def digest_us_per_txn(trial: TrialInternals) -> Values | None:
 
 def change_table(
     kind: str,
-    base: Sequence[Values],
-    cand: Sequence[Values],
+    base: Sequence[Values | Partial],
+    cand: Sequence[Values | Partial],
     rules: Rules,
     whole: float | None = None,
     notes: Sequence[str] = (),
 ) -> ChangeTable:
     """The ``rules.rows`` rows of ``kind`` whose mean changed most. ``whole`` is what
     :data:`MIN_TESTED` is a fraction of (default: the trials' mean sum of values)."""
-    names = sorted(set().union(*base, *cand))
+    names = sorted(set().union(*(_names(v) for v in [*base, *cand])))
     if whole is None:
-        whole = float(np.mean([sum(v.values()) for v in [*base, *cand]])) if names else 0.0
+        sums = [sum(_names(v).values()) for v in [*base, *cand]]
+        whole = float(np.mean(sums)) if names else 0.0
     diffs = {
         name: compare_difference(
-            [v.get(name, 0.0) for v in base], [v.get(name, 0.0) for v in cand], alpha=rules.alpha
+            [_value(v, name) for v in base], [_value(v, name) for v in cand], alpha=rules.alpha
         )
         for name in names
     }
@@ -215,11 +251,15 @@ def change_table(
 
 
 def _testable(
-    diff: Difference, base: Sequence[Values], cand: Sequence[Values], name: str, whole: float
+    diff: Difference,
+    base: Sequence[Values | Partial],
+    cand: Sequence[Values | Partial],
+    name: str,
+    whole: float,
 ) -> bool:
     if diff.p_value is None:
         return False
-    values = [v.get(name, 0.0) for v in [*base, *cand]]
+    values = [x for v in [*base, *cand] if not math.isnan(x := _value(v, name))]
     return bool(values) and float(np.mean(values)) >= MIN_TESTED * whole
 
 
@@ -247,6 +287,9 @@ def _verdict(diff: Difference, p_adjusted: float | None, rules: Rules) -> str:
 
 # --------------------------------------------------------------------------- a cell pair
 
+WAIT_NOTE = "condition waits (wait/synch/cond/) left out, as from server_wait_s"
+PART_NAMES = {PROFILE: "CPU profile", WAITS: "wait events", DIGESTS: "statement digests"}
+
 
 def _per_trial(
     trials: Sequence[TrialEvidence], read: Callable[[TrialInternals], Values | None]
@@ -255,8 +298,45 @@ def _per_trial(
     return [v for v in found if v is not None]
 
 
+def _digests_per_trial(trials: Sequence[TrialEvidence]) -> list[Values | Partial]:
+    found: list[Values | Partial] = []
+    for trial in trials:
+        if trial.internals is None or (values := digest_us_per_txn(trial.internals)) is None:
+            continue
+        found.append(Partial(values) if trial.internals.digests_full else values)
+    return found
+
+
 def _profiled(trials: Sequence[TrialEvidence]) -> list[Mapping[str, int]]:
     return [t.stacks for t in trials if t.stacks is not None and sum(t.stacks.values()) > 0]
+
+
+def _lacking(trial: TrialEvidence, part: str) -> bool:
+    """Whether the internals sampler ran in ``trial`` but left no ``part`` to read."""
+    if trial.internals is None:
+        return part in trial.problems  # an unreadable file of a trial without internals.out
+    return (trial.internals.waits if part == WAITS else trial.internals.digests) is None
+
+
+def missing_notes(trials: Sequence[TrialEvidence], part: str) -> list[str]:
+    """Which sampled trials have no ``part`` (:data:`WAITS`, :data:`DIGESTS`) and why:
+    what was wrong with its file, else their internals.out, one note per reason."""
+    sampled = [t for t in trials if t.internals is not None or part in t.problems]
+    by_reason: dict[str, list[str]] = {}
+    for trial in sampled:
+        if _lacking(trial, part):
+            why = trial.problems.get(part) or "; ".join(trial.warnings) or "no reason saved"
+            by_reason.setdefault(why, []).append(trial.trial)
+    return [
+        f"{len(names)} of {len(sampled)} trials have no {PART_NAMES[part]}, left out of n "
+        f"({', '.join(names)}): {why}"
+        for why, names in by_reason.items()
+    ]
+
+
+def problem_notes(trials: Sequence[TrialEvidence], part: str) -> list[str]:
+    """What was wrong with the trials' files of ``part``, one line a trial."""
+    return [f"{t.trial}/{t.problems[part]}" for t in trials if part in t.problems]
 
 
 def explain_cells(
@@ -269,39 +349,63 @@ def explain_cells(
     base_cell: str = "",
     cand_cell: str = "",
 ) -> CellExplanation | None:
-    """The tables of every kind both sides have data for (None: no kind)."""
+    """The tables of every kind both sides have data for (None: no kind, and no file
+    of either side was unreadable)."""
+    trials = [*base, *cand]
     tables: list[ChangeTable] = []
+    orphans: list[str] = []  # notes of a part that got no table
     base_profiles, cand_profiles = _profiled(base), _profiled(cand)
+    profile_notes = problem_notes(trials, PROFILE)
     if base_profiles and cand_profiles:
         for kind, read in ((SELF, self_shares), (TOTAL, total_shares)):
             b, c = [read(s) for s in base_profiles], [read(s) for s in cand_profiles]
-            tables.append(change_table(kind, b, c, rules, whole=100.0))
+            tables.append(change_table(kind, b, c, rules, whole=100.0, notes=profile_notes))
+    else:
+        orphans += profile_notes
     base_waits, cand_waits = _per_trial(base, wait_us_per_txn), _per_trial(cand, wait_us_per_txn)
     if base_waits and cand_waits:
-        note = "condition waits (wait/synch/cond/) left out, as from server_wait_s"
-        tables.append(change_table(WAITS, base_waits, cand_waits, rules, notes=[note]))
-    base_dig, cand_dig = _per_trial(base, digest_us_per_txn), _per_trial(cand, digest_us_per_txn)
+        notes = [WAIT_NOTE, *missing_notes(trials, WAITS)]
+        tables.append(change_table(WAITS, base_waits, cand_waits, rules, notes=notes))
+    else:
+        orphans += problem_notes(trials, WAITS)
+    base_dig, cand_dig = _digests_per_trial(base), _digests_per_trial(cand)
     if base_dig and cand_dig:
-        table = change_table(DIGESTS, base_dig, cand_dig, rules)
-        tables.append(_named_digests(table, [*base, *cand]))
-    if not tables:
+        table = change_table(DIGESTS, base_dig, cand_dig, rules, notes=_digest_notes(trials))
+        tables.append(_named_digests(table, trials))
+    else:
+        orphans += problem_notes(trials, DIGESTS)
+    tables = [t for t in tables if t.rows]  # e.g. no statements in any trial's digests.csv
+    if not tables and not orphans:
         return None
+    both = bool(base_profiles) and bool(cand_profiles)
     return CellExplanation(
         candidate,
         label,
         base_cell,
         cand_cell,
         tuple(tables),
-        merge(base_profiles) if base_profiles and cand_profiles else {},
-        merge(cand_profiles) if base_profiles and cand_profiles else {},
+        merge(base_profiles) if both else {},
+        merge(cand_profiles) if both else {},
+        tuple(orphans),
     )
+
+
+def _digest_notes(trials: Sequence[TrialEvidence]) -> list[str]:
+    full = [t.trial for t in trials if t.internals is not None and t.internals.digests_full]
+    note = "a statement missing from a trial's top statements (digests.csv) counts as 0 there"
+    if full:
+        note += (
+            f", but as unknown where the list is full (sampling.internals.digests rows: "
+            f"{', '.join(full)}): that trial is left out of the statement's n"
+        )
+    return [note, *missing_notes(trials, DIGESTS)]
 
 
 def _named_digests(table: ChangeTable, trials: Sequence[TrialEvidence]) -> ChangeTable:
     """Statement rows named by their text, with their schema beside."""
     texts: dict[str, str] = {}
     for trial in trials:
-        for row in trial.internals.digests if trial.internals else ():
+        for row in (trial.internals.digests if trial.internals else None) or ():
             texts.setdefault(digest_key(row), row["text"])
     rows = tuple(
         Change(
@@ -313,9 +417,8 @@ def _named_digests(table: ChangeTable, trials: Sequence[TrialEvidence]) -> Chang
         )
         for row in table.rows
     )
-    note = "a statement missing from a trial's top statements counts as 0 there"
     return ChangeTable(
-        table.kind, table.n_base, table.n_cand, table.seen, table.tested, rows, (*table.notes, note)
+        table.kind, table.n_base, table.n_cand, table.seen, table.tested, rows, table.notes
     )
 
 

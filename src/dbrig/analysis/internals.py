@@ -5,7 +5,9 @@ A cell's wait event costs its trials' wait time summed, over their transactions
 summed: microseconds per transaction, so cells of different throughput compare. A
 trial without a transaction count (a tool that counts none) adds its waits to the
 totals and nothing to the transactions, so per-transaction figures are left out
-when no trial has one.
+when no trial has one. A trial without waits.csv (or digests.csv: the sampler writes
+them only when it read both ends of the window) is left out of that table, its
+transactions too: its waits are unknown, not none.
 """
 
 from __future__ import annotations
@@ -20,11 +22,15 @@ CONDITION = "wait/synch/cond/"
 
 @dataclass(frozen=True)
 class TrialInternals:
-    """One trial's rows, as read from its files (column name -> text)."""
+    """One trial's rows, as read from its files (column name -> text); None: the trial
+    has no such file (or an unreadable one)."""
 
-    waits: Sequence[Mapping[str, str]]
-    digests: Sequence[Mapping[str, str]]
+    waits: Sequence[Mapping[str, str]] | None
+    digests: Sequence[Mapping[str, str]] | None
     transactions: float | None  # in its measured window
+    # digests.csv holds sampling.internals.digests rows, its cap: a statement missing from
+    # it may have run, below the cut (sampling/internals.py, digest_deltas).
+    digests_full: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,10 +65,11 @@ def _per_txn(total_ms: float, txns: float | None) -> float | None:
 def top_waits(trials: Sequence[TrialInternals], n: int = 15) -> list[WaitShare]:
     """The ``n`` wait events with the most time over the cell's trials (condition waits
     left out); ``share``: of the cell's wait time but condition waits."""
+    trials = [t for t in trials if t.waits is not None]
     counts: dict[str, int] = {}
     times: dict[str, float] = {}
     for trial in trials:
-        for row in trial.waits:
+        for row in trial.waits or ():
             event = row["event"]
             if event.startswith(CONDITION):
                 continue
@@ -83,8 +90,9 @@ def top_digests(trials: Sequence[TrialInternals], n: int = 10) -> list[DigestTot
     """The ``n`` statements with the most time over the cell's trials (by digest)."""
     merged: dict[tuple[str, str], list[float]] = {}
     texts: dict[tuple[str, str], str] = {}
+    trials = [t for t in trials if t.digests is not None]
     for trial in trials:
-        for row in trial.digests:
+        for row in trial.digests or ():
             key = (row["schema"], row["digest"])
             sums = merged.setdefault(key, [0, 0.0, 0])
             sums[0] += int(row["count"])

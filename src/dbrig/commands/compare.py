@@ -26,7 +26,7 @@ from dbrig.commands.console import err_console, out_console, print_line
 from dbrig.errors import EXIT_CELLS_FAILED, ConfigError
 from dbrig.report import ci_json, compare_explain, measurement_caveats
 from dbrig.report import compare_text as output
-from dbrig.report.explain_inputs import SavedSide, explain_report
+from dbrig.report.explain_inputs import SavedSide, digests_kept, explain_report
 
 _STYLES = {
     "worse": "bold red",
@@ -203,7 +203,7 @@ def build_report(
             raise ConfigError(f"compare --by {by}: give exactly one RUN (got {len(runs)})")
         run = load_run_input(runs[0])
         report = compare.compare_groups(run, by, baseline, **options)
-        side = SavedSide(runs[0], run.results)
+        side = SavedSide(runs[0], run.results, digests_kept(run.meta))
         report = _explained(report, side, side, rules)
         return _with_caveats(report, [(run.label, runs[0])])
     if baseline is not None:
@@ -217,7 +217,10 @@ def build_report(
     base = load_run_input(base_path, str(base_path) if same_name else None)
     cand = load_run_input(cand_path, str(cand_path) if same_name else None)
     report = compare.compare_runs(base, cand, **options)
-    sides = SavedSide(base_path, base.results), SavedSide(cand_path, cand.results)
+    sides = (
+        SavedSide(base_path, base.results, digests_kept(base.meta)),
+        SavedSide(cand_path, cand.results, digests_kept(cand.meta)),
+    )
     report = _explained(report, *sides, rules)
     labels = [(f"baseline {base.label}", base_path), (f"candidate {cand.label}", cand_path)]
     return _with_caveats(report, labels)
@@ -336,4 +339,7 @@ def print_explanations(report: compare.CompareReport) -> None:
             rich.add_row(*texts)
         console.print(rich)
         for note in table.notes:
+            print_line(console, f"note: {note}", "dim")
+    for explanation in report.explanations:
+        for note in compare_explain.pair_notes(explanation):
             print_line(console, f"note: {note}", "dim")

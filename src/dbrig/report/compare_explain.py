@@ -74,7 +74,7 @@ def rows(table: ChangeTable, limit: int | None = NAME_CHARS) -> list[list[str]]:
             format_number(row.stats.mean_cand),
             _signed(row.stats.delta),
             _interval(row),
-            format_p(row.p_adjusted if row.p_adjusted is not None else row.stats.p_value),
+            format_p(row.p_adjusted),  # a row outside the tested family has none: "-"
             f"{row.stats.n_base}/{row.stats.n_cand}",
             row.verdict,
         ]
@@ -132,6 +132,7 @@ def explanations_dict(report: CompareReport) -> list[dict[str, Any]]:
             "baseline_cell": e.base_cell,
             "candidate_cell": e.cand_cell,
             "tables": [_table_dict(t) for t in e.tables],
+            "notes": list(e.notes),
         }
         for e in report.explanations
     ]
@@ -182,6 +183,8 @@ def markdown_lines(report: CompareReport) -> list[str]:
             lines += ["| " + " | ".join(_md(h) for h in heads) + " |", "|" + "---|" * len(heads)]
             lines += ["| " + " | ".join(_md(c) for c in cells) + " |" for cells in rows(table)]
             lines += [*(f"- {_md(n)}" for n in table.notes), ""]
+        if e.notes:
+            lines += [*(f"- {_md(n)}" for n in e.notes), ""]
         lines += ["</details>", ""]
     return lines
 
@@ -206,6 +209,7 @@ def html_parts(report: CompareReport) -> list[str]:
                 render_diff_svg(e.base_stacks, e.cand_stacks, f"diff-{i}", svg_title(report, e))
             )
         parts += [_html_table(report, e, t) for t in e.tables]
+        parts += [f'<p class="note">{_h(n)}</p>' for n in e.notes]
     return parts
 
 
@@ -230,3 +234,8 @@ def _h(text: Any) -> str:
 def tables_of(report: CompareReport) -> Sequence[tuple[CellExplanation, ChangeTable]]:
     """Every (pair, table) in order, as the terminal prints them."""
     return [(e, t) for e in report.explanations for t in e.tables]
+
+
+def pair_notes(explanation: CellExplanation) -> list[str]:
+    """The pair's notes that belong to no table, e.g. "why, threads=1: c000-r1/..."."""
+    return [f"why, {explanation.label}: {n}" for n in explanation.notes]

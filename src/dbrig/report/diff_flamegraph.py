@@ -18,11 +18,18 @@ share of the candidate's samples they cover, by a script inside the SVG. No netw
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 
 from dbrig.analysis.explain import frame_shares
-from dbrig.report.flamegraph import FRAME_PX, WIDTH_PX, Node, fit_label, tree, tree_depth
+from dbrig.report.flamegraph import (
+    FRAME_PX,
+    WIDTH_PX,
+    Node,
+    fit_label,
+    svg_text,
+    tree,
+    tree_depth,
+)
 
 MIN_WIDTH_PX = 0.3
 FULL_PP = 1.0  # a change of at least this many points may be drawn at full colour
@@ -88,10 +95,10 @@ def render_diff_svg(
     height = HEADER_PX + tree_depth(root) * FRAME_PX + 4
     parts = [
         '<?xml version="1.0" encoding="utf-8"?>\n' if standalone else "",
-        f'<svg xmlns="http://www.w3.org/2000/svg" id="{html.escape(graph_id)}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" id="{svg_text(graph_id)}" '
         f'class="flamegraph diff" width="{WIDTH_PX}" height="{height}" '
         f'viewBox="0 0 {WIDTH_PX} {height}" data-samples="{total}" role="img" '
-        f'aria-label="{html.escape(title)}">',
+        f'aria-label="{svg_text(title)}">',
         f"<style>{_STYLE}</style>",
         f"<script><![CDATA[{SEARCH_SCRIPT}]]></script>",
         *_header(title, scale),
@@ -108,8 +115,8 @@ def _header(title: str, scale: float) -> list[str]:
         f"{scale:.1f} points. Widths: the candidate's samples."
     )
     return [
-        f'<text class="head" x="4" y="14">{html.escape(title)}</text>',
-        f'<text class="head" x="4" y="30" fill="#555">{html.escape(legend)}</text>',
+        f'<text class="head" x="4" y="14">{svg_text(title)}</text>',
+        f'<text class="head" x="4" y="30" fill="#555">{svg_text(legend)}</text>',
         f'<text class="head link" x="{WIDTH_PX - 180}" y="14" '
         'onclick="dbrigDiffSearch(this)">Search</text>',
         f'<text class="head found" x="{WIDTH_PX - 180}" y="30"></text>',
@@ -144,7 +151,7 @@ def _draw(
 
 def _frame(node: Node, path: str, x: float, y: int, width: float, shares: Shares) -> str:
     before, after, changes, scale = shares
-    name = html.escape(node.name)
+    name = svg_text(node.name)
     if path:  # a frame of the stacks ("all", the root, is 100 % on both sides)
         cand, base, change = 100 * after[path], 100 * before.get(path, 0.0), changes[path]
     else:
@@ -154,9 +161,7 @@ def _frame(node: Node, path: str, x: float, y: int, width: float, shares: Shares
         f"{base:.2f} % of the baseline's: {change:+.2f} points"
     )
     label = fit_label(node.name, width)
-    text = (
-        f'<text x="{x + 3:.1f}" y="{y + FRAME_PX - 4}">{html.escape(label)}</text>' if label else ""
-    )
+    text = f'<text x="{x + 3:.1f}" y="{y + FRAME_PX - 4}">{svg_text(label)}</text>' if label else ""
     return (
         f'<g class="fr" data-n="{name}" data-c="{node.count}" data-d="{change:.3f}">'
         f"<title>{tip}</title>"

@@ -4,47 +4,98 @@ compare report (the numbers: ``analysis/explain.py``)."""
 
 from __future__ import annotations
 
-import csv
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from dbrig.analysis.compare import CompareReport
-from dbrig.analysis.explain import CellExplanation, Rules, TrialEvidence, explain_cells
+from dbrig.analysis.explain import (
+    DIGESTS,
+    PROFILE,
+    WAITS,
+    CellExplanation,
+    Rules,
+    TrialEvidence,
+    explain_cells,
+)
 from dbrig.analysis.internals import TrialInternals
-from dbrig.analysis.profile import parse_folded
+from dbrig.report import internals_files as files
 
-# The trial's files (sampling/profile.py, sampling/internals.py): internals.out is
-# written whenever the internals sampler ran, even when it had nothing to complain of.
-FOLDED, INTERNALS_OUT = "profile.folded", "internals.out"
-WAITS, DIGESTS = "waits.csv", "digests.csv"
+# internals.out is written whenever the internals sampler ran, even when it had nothing
+# to complain of (sampling/internals.py); its lines say why a part is missing.
+INTERNALS_OUT = "internals.out"
+WARNING_PREFIX = "internals: "
+DIGESTS_KEPT = "sampling.internals.digests"  # the scenario's cap on digests.csv's rows
+DEFAULT_DIGESTS_KEPT = 20  # scenario/model.py Internals.digests
 
 
 @dataclass(frozen=True)
 class SavedSide:
-    """A run directory and its results frame (one run gives both sides with --by)."""
+    """A run directory and its results frame (one run gives both sides with --by);
+    ``digests_kept``: its scenario's sampling.internals.digests."""
 
     path: Path
     results: pd.DataFrame
+    digests_kept: int = DEFAULT_DIGESTS_KEPT
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+def digests_kept(meta: Any) -> int:
+    """sampling.internals.digests of a run's run.json (its default if not there)."""
+    try:
+        return int(meta["scenario"]["sampling"]["internals"]["digests"])
+    except (KeyError, TypeError, ValueError):
+        return DEFAULT_DIGESTS_KEPT
 
 
-def trial_evidence(folder: Path, transactions: float | None) -> TrialEvidence:
-    """One trial's profile and internals, as saved (None for what it does not have)."""
-    folded = folder / FOLDED
-    stacks = parse_folded(folded.read_text(errors="replace")) if folded.exists() else None
+def _part(problems: dict[str, str], part: str, read: Callable[[], Any]) -> Any:
+    """What ``read`` gives, or None with the file's problem noted under ``part``."""
+    try:
+        return read()
+    except files.BadFile as exc:
+        problems[part] = str(exc)
+        return None
+
+
+def _warnings(folder: Path) -> tuple[str, ...]:
+    try:
+        lines = (folder / INTERNALS_OUT).read_text(errors="replace").splitlines()
+    except OSError:
+        return ()
+    return tuple(line.removeprefix(WARNING_PREFIX) for line in lines if line.strip())
+
+
+def trial_evidence(
+    folder: Path, transactions: float | None, digests_cap: int = DEFAULT_DIGESTS_KEPT
+) -> TrialEvidence:
+    """One trial's profile and internals, as saved (None for what it does not have, or
+    cannot be read: its ``problems`` say what was wrong)."""
+    problems: dict[str, str] = {}
+    folded = _part(problems, PROFILE, lambda: files.read_folded(folder / files.FOLDED))
+    stacks = None
+    if folded is not None:
+        stacks, skipped = folded
+        if skipped:
+            lines = "1 line" if skipped == 1 else f"{skipped} lines"
+            problems[PROFILE] = f"{files.FOLDED}: {lines} not 'stack count', left out"
     internals = None
-    if (folder / INTERNALS_OUT).exists() or (folder / WAITS).exists():
-        internals = TrialInternals(_rows(folder / WAITS), _rows(folder / DIGESTS), transactions)
-    return TrialEvidence(folder.name, stacks, internals)
+    if (folder / INTERNALS_OUT).exists() or (folder / files.WAITS).exists():
+        waits = _part(
+            problems, WAITS, lambda: files.read_rows(folder / files.WAITS, files.WAIT_COLUMNS)
+        )
+        digests = _part(
+            problems,
+            DIGESTS,
+            lambda: files.read_rows(folder / files.DIGESTS, files.DIGEST_COLUMNS),
+        )
+        # The cap counts the prepared statements' row too (sampling/internals.py, _digests
+        # then digest_deltas): a list of that many rows may have left statements out.
+        full = digests is not None and len(digests) >= digests_cap
+        internals = TrialInternals(waits, digests, transactions, full)
+    return TrialEvidence(folder.name, stacks, internals, _warnings(folder), problems)
 
 
 def cell_evidence(side: SavedSide, cell_ids: str) -> list[TrialEvidence]:
@@ -58,8 +109,14 @@ def cell_evidence(side: SavedSide, cell_ids: str) -> list[TrialEvidence]:
     found = []
     for record in chosen.to_dict("records"):
         folder = side.path / "trials" / str(record["trial"])
-        found.append(trial_evidence(folder, _transactions(record.get("transactions"))))
+        cap = _whole(record.get(DIGESTS_KEPT)) or side.digests_kept  # a factor, if varied
+        found.append(trial_evidence(folder, _transactions(record.get("transactions")), cap))
     return found
+
+
+def _whole(value: object) -> int | None:
+    number = _transactions(value)
+    return int(number) if number is not None else None
 
 
 def _transactions(value: object) -> float | None:

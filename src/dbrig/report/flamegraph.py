@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import html
 import itertools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,14 @@ TOP_N = 12
 KERNEL_MARK = " [k]"
 UNKNOWN = "[unknown]"
 WARNING_PREFIX = "profile:"  # the trials' warnings about their profiles (sampling/profile.py)
+# XML 1.0 forbids these characters even as references: a frame name holding one (perf
+# prints what the binary's symbols hold) would make a standalone .svg unreadable.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def svg_text(text: str) -> str:
+    """``text`` escaped for SVG, its control characters left out."""
+    return html.escape(_CONTROL.sub("", text))
 
 
 @dataclass
@@ -78,9 +87,9 @@ def render_svg(stacks: Mapping[str, int], graph_id: str, title: str = "") -> str
     depth = tree_depth(root)
     height = depth * FRAME_PX + 4
     parts = [
-        f'<svg id="{html.escape(graph_id)}" class="flamegraph" '
+        f'<svg id="{svg_text(graph_id)}" class="flamegraph" '
         f'width="{WIDTH_PX}" height="{height}" viewBox="0 0 {WIDTH_PX} {height}" '
-        f'data-samples="{total}" role="img" aria-label="{html.escape(title or "flame graph")}">'
+        f'data-samples="{total}" role="img" aria-label="{svg_text(title or "flame graph")}">'
     ]
     if total:
         _draw(root, 0.0, 0, total, height, parts)
@@ -102,12 +111,10 @@ def _draw(node: Node, x: float, level: int, total: int, height: int, out: list[s
 
 
 def _frame(node: Node, x: float, y: int, width: float, total: int) -> str:
-    name = html.escape(node.name)
+    name = svg_text(node.name)
     share = 100 * node.count / total
     label = fit_label(node.name, width)
-    text = (
-        f'<text x="{x + 3:.1f}" y="{y + FRAME_PX - 4}">{html.escape(label)}</text>' if label else ""
-    )
+    text = f'<text x="{x + 3:.1f}" y="{y + FRAME_PX - 4}">{svg_text(label)}</text>' if label else ""
     return (
         f'<g class="fr" data-n="{name}" data-c="{node.count}"><title>{name} '
         f"({node.count} samples, {share:.2f} %)</title>"

@@ -4,24 +4,39 @@ transaction and the statements with the most time, its trials merged
 
 from __future__ import annotations
 
-import csv
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from dbrig.analysis.internals import TrialInternals, top_digests, top_waits
 from dbrig.report.data import RunData
+from dbrig.report.internals_files import (
+    DIGEST_COLUMNS,
+    DIGESTS,
+    WAIT_COLUMNS,
+    WAITS,
+    BadFile,
+    Rows,
+    read_rows,
+)
 from dbrig.report.sections import LoadedRun, Part, render
 
-WAITS, DIGESTS, OUT = "waits.csv", "digests.csv", "internals.out"  # sampling/internals.py
+OUT = "internals.out"  # sampling/internals.py
 WARNING_PREFIX = "internals: "
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+def _rows(path: Path, columns: Mapping[str, Any], problems: list[str]) -> Rows | None:
+    """The file's rows; None (and a note) for a trial without it, or with a bad one:
+    that trial is left out of the table, not counted as having waited 0."""
+    try:
+        rows = read_rows(path, columns)
+    except BadFile as exc:
+        problems.append(f"{path.parent.name}: {exc}")
+        return None
+    if rows is None:
+        problems.append(f"{path.parent.name}: no {path.name}, left out of its table")
+    return rows
 
 
 def _transactions(data: RunData, trial: str) -> float | None:
@@ -47,8 +62,13 @@ def cell_internals(data: RunData, cell: str, label: str) -> dict[str, Any] | Non
     sampled = [f for f in folders if (f / OUT).exists()]
     if not sampled:
         return None
+    problems: list[str] = []
     trials = [
-        TrialInternals(_rows(f / WAITS), _rows(f / DIGESTS), _transactions(data, f.name))
+        TrialInternals(
+            _rows(f / WAITS, WAIT_COLUMNS, problems),
+            _rows(f / DIGESTS, DIGEST_COLUMNS, problems),
+            _transactions(data, f.name),
+        )
         for f in sampled
     ]
     return {
@@ -57,7 +77,7 @@ def cell_internals(data: RunData, cell: str, label: str) -> dict[str, Any] | Non
         "trials": len(sampled),
         "waits": top_waits(trials),
         "digests": top_digests(trials),
-        "notes": _notes(sampled),
+        "notes": _notes(sampled) + problems,
     }
 
 
