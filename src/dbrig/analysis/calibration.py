@@ -1,0 +1,135 @@
+"""Each look's nominal level for the statistic a look really tests: Welch's t. Pure.
+
+The exact boundaries of :mod:`dbrig.analysis.boundaries` are for a normal
+statistic whose looks form a Brownian motion. A look of a sequential run tests
+compare's Welch t at one repetition per round: at n = 3..20 per side its looks are
+heavier-tailed and less correlated than the z process, so testing each at the z
+boundary's nominal level let through more than alpha (O'Brien-Fleming 3..20:
+5.3 % on 20 000 simulated gates).
+
+Under no change, with normal values and the same variance on both sides, Welch's
+t (and its p-value) does not depend on the mean or the standard deviation: its
+joint law at the looks depends only on the sample sizes. So it can be simulated
+once per design: :class:`NullPaths` draws ``PATHS`` seeded null paths (standard
+normal values, one per side per repetition) and at each look picks the nominal
+level ``a`` whose first crossings (``p < a`` among the paths that have not stopped
+yet) bring the share of paths stopped so far to what the spending function allows
+at the look's information fraction. The accounting is cumulative, so whatever a
+look could not spend passes to the next, and the shares add up to the design's
+alpha at the last look exactly on the simulated paths. The seed is fixed:
+``--resume`` rebuilds the same levels from the fractions run.json recorded.
+
+On the paths the levels spend exactly what they are asked; for the true rate of
+Welch's t they are off by the simulation's error, about ``sqrt(alpha (1 - alpha) /
+PATHS)`` = 0.07 points at alpha 5 % (measured over six seeds for Pocock 3..40: 4.97
+to 5.11 %). A rate above alpha is what the gate must not have, so the paths spend
+:func:`spendable` = alpha less two such errors (4.86 % of 5 %): the true rate stays
+within alpha unless the one fixed draw is off by more than two errors, at a power
+cost of a 0.14-point smaller alpha. (Twice the paths would halve the margin at
+twice the time: a dry run of ``max: 100`` would take 2 s.)
+
+The paths follow the sample sizes the run really had, look by look (a look whose
+trials failed has a smaller n, and the simulation adds no value to its paths
+then), rather than a grid fixed in advance: so the levels are calibrated for the
+looks that happen, failed repetitions included, at one simulation step a look.
+
+Two limits, both where the simulation has nothing to add:
+
+* a look whose share to spend is below ``MIN_CROSSINGS`` paths (O'Brien-Fleming's
+  first looks spend 1e-8) cannot be resolved by the paths; it tests at the share
+  itself (a Welch p-value's chance of falling below ``a`` is at most ``a``), and
+  the paths count what it really spent;
+* beyond ``CALIBRATED_UP_TO`` repetitions per side Welch's t has at least 99
+  degrees of freedom and its looks are the z process to within the simulation's
+  error; those looks use the exact z boundaries (their recursion carried over all
+  looks), which are as good and cost a few milliseconds a look, where simulating
+  up to ``max: 1000`` would not.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+PATHS = 100_000
+SEED = 20_251_126  # fixed: a resumed run rebuilds the same levels
+MIN_CROSSINGS = 20  # fewer crossings than this and the paths cannot place a level
+CALIBRATED_UP_TO = 100  # repetitions per side; beyond, Welch's t is the z statistic
+
+
+def spendable(alpha: float, paths: int = PATHS) -> float:
+    """The alpha the paths spend: two of the simulation's standard errors below ``alpha``,
+    so its error does not take the true rate above ``alpha``."""
+    return max(alpha - 2 * math.sqrt(alpha * (1 - alpha) / paths), alpha / 2)
+
+
+class NullPaths:
+    """Seeded null paths of Welch's t between two sides of standard normal values,
+    carried from look to look: which paths have stopped, and how many."""
+
+    def __init__(self, paths: int = PATHS, seed: int = SEED) -> None:
+        self.paths = paths
+        self.rng = np.random.default_rng(seed)
+        self.n = 0
+        self.sums = np.zeros((2, paths))
+        self.squares = np.zeros((2, paths))
+        self.open = np.ones(paths, dtype=bool)
+        self.stopped = 0  # paths that crossed at a look so far
+
+    def look(self, n: int, total: float) -> tuple[float, float]:
+        """The nominal two-sided level of a look at ``n`` values per side that brings
+        the share of stopped paths to ``total`` (the spending function's alpha at the
+        look), and the share that stopped first at this look. ``n`` never goes down."""
+        self._grow(n)
+        wanted = round(total * self.paths) - self.stopped
+        if n < 2 or wanted <= 0:
+            return 0.0, 0.0
+        t, df = self._welch()
+        few = wanted < MIN_CROSSINGS  # too few paths to place it: the share itself
+        level = wanted / self.paths if few else self._level(t, df, wanted)
+        crossed = self._crossing(t, df, level)
+        self.open[crossed] = False
+        self.stopped += crossed.size
+        return level, crossed.size / self.paths
+
+    def _grow(self, n: int) -> None:
+        while self.n < n:
+            values = self.rng.standard_normal((2, self.paths), dtype=np.float32)
+            self.sums += values
+            self.squares += np.square(values, dtype=np.float64)
+            self.n += 1
+
+    def _welch(self) -> tuple[np.ndarray, np.ndarray]:
+        """|t| and Welch's degrees of freedom of every path (n values a side)."""
+        n = self.n
+        var = (self.squares - self.sums**2 / n) / (n - 1)
+        sq_se = (var[0] + var[1]) / n
+        df = (n - 1) * sq_se**2 * n * n / (var[0] ** 2 + var[1] ** 2)
+        t = np.abs(self.sums[1] - self.sums[0]) / n / np.sqrt(sq_se)
+        return np.where(self.open, t, 0.0), df
+
+    def _candidates(self, t: np.ndarray, level: float) -> np.ndarray:
+        """The open paths whose p could be below ``level``: Welch's df is at least n - 1
+        and at most 2n - 2, and p grows as df falls, so a path whose |t| is short of
+        the t quantile at 2n - 2 df cannot cross (computing every p is slower)."""
+        cut = float(special.stdtrit(2 * self.n - 2, 1 - level / 2))
+        return np.flatnonzero(t >= cut)
+
+    def _level(self, t: np.ndarray, df: np.ndarray, wanted: int) -> float:
+        """The level that ``wanted`` open paths' p-values are below."""
+        if wanted >= int(self.open.sum()):
+            return 1.0
+        # At least wanted + 1 paths have p below the level the (wanted + 1)-th largest
+        # |t| has at the smallest df: the level sought is no higher.
+        top = float(np.partition(t, t.size - wanted - 1)[t.size - wanted - 1])
+        ceiling = 2 * float(special.stdtr(self.n - 1, -top))
+        index = self._candidates(t, ceiling)
+        p = np.sort(2 * special.stdtr(df[index], -t[index]))
+        return math.sqrt(p[wanted - 1] * p[wanted])  # between the two: p < level for wanted
+
+    def _crossing(self, t: np.ndarray, df: np.ndarray, level: float) -> np.ndarray:
+        index = self._candidates(t, level)
+        p = 2 * special.stdtr(df[index], -t[index])
+        return index[p < level]
