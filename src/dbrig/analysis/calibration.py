@@ -37,8 +37,10 @@ Two limits, both where the simulation has nothing to add:
 
 * a look whose share to spend is below ``MIN_CROSSINGS`` paths (O'Brien-Fleming's
   first looks spend 1e-8) cannot be resolved by the paths; it tests at the share
-  itself (a Welch p-value's chance of falling below ``a`` is at most ``a``), and
-  the paths count what it really spent;
+  itself and is charged all of it (a Welch p-value's chance of falling below ``a``
+  is at most ``a``, so the first-crossing chance is too). Rounding such shares to
+  whole paths instead would spend nothing before round 10 of ``max: 40``, and a
+  clear change would wait for it;
 * beyond ``CALIBRATED_UP_TO`` repetitions per side Welch's t has at least 99
   degrees of freedom and its looks are the z process to within the simulation's
   error; those looks use the exact z boundaries (their recursion carried over all
@@ -67,48 +69,61 @@ def spendable(alpha: float, paths: int = PATHS) -> float:
 
 class NullPaths:
     """Seeded null paths of Welch's t between two sides of standard normal values,
-    carried from look to look: which paths have stopped, and how many."""
+    carried from look to look: which paths have stopped, and the alpha spent."""
 
     def __init__(self, paths: int = PATHS, seed: int = SEED) -> None:
         self.paths = paths
         self.rng = np.random.default_rng(seed)
         self.n = 0
-        self.sums = np.zeros((2, paths))
-        self.squares = np.zeros((2, paths))
+        self.sums = np.zeros((2, paths), dtype=np.float32)
+        self.squares = np.zeros((2, paths), dtype=np.float32)
         self.open = np.ones(paths, dtype=bool)
-        self.stopped = 0  # paths that crossed at a look so far
+        self.spent = 0.0  # the alpha spent by the looks so far
 
     def look(self, n: int, total: float) -> tuple[float, float]:
         """The nominal two-sided level of a look at ``n`` values per side that brings
-        the share of stopped paths to ``total`` (the spending function's alpha at the
-        look), and the share that stopped first at this look. ``n`` never goes down."""
+        the alpha spent so far to ``total`` (the spending function's at the look), and
+        what this look spent. ``n`` never goes down."""
         self._grow(n)
-        wanted = round(total * self.paths) - self.stopped
-        if n < 2 or wanted <= 0:
+        budget = total - self.spent
+        if n < 2 or budget <= 0:
             return 0.0, 0.0
-        t, df = self._welch()
-        few = wanted < MIN_CROSSINGS  # too few paths to place it: the share itself
-        level = wanted / self.paths if few else self._level(t, df, wanted)
-        crossed = self._crossing(t, df, level)
+        t, var = self._welch()
+        wanted = round(budget * self.paths)
+        if wanted < MIN_CROSSINGS:
+            # Too few paths to place it: test at the budget itself, a bound on the
+            # chance of crossing here (a Welch p is below a with chance at most a).
+            level, share = budget, budget
+        else:
+            level = self._level(t, var, wanted)
+        crossed = self._crossing(t, var, level)
         self.open[crossed] = False
-        self.stopped += crossed.size
-        return level, crossed.size / self.paths
+        if wanted >= MIN_CROSSINGS:
+            share = crossed.size / self.paths
+        self.spent += share
+        return level, share
 
     def _grow(self, n: int) -> None:
+        # Single precision: n <= CALIBRATED_UP_TO values of about 1 lose nothing that
+        # matters at the levels sought, and the paths are half as much to move.
         while self.n < n:
             values = self.rng.standard_normal((2, self.paths), dtype=np.float32)
             self.sums += values
-            self.squares += np.square(values, dtype=np.float64)
+            values *= values
+            self.squares += values
             self.n += 1
 
     def _welch(self) -> tuple[np.ndarray, np.ndarray]:
-        """|t| and Welch's degrees of freedom of every path (n values a side)."""
+        """|t| of every path (0 for those stopped) and each side's variance."""
         n = self.n
-        var = (self.squares - self.sums**2 / n) / (n - 1)
-        sq_se = (var[0] + var[1]) / n
-        df = (n - 1) * sq_se**2 * n * n / (var[0] ** 2 + var[1] ** 2)
-        t = np.abs(self.sums[1] - self.sums[0]) / n / np.sqrt(sq_se)
-        return np.where(self.open, t, 0.0), df
+        var = np.square(self.sums)
+        var /= -n
+        var += self.squares
+        var /= n - 1
+        t = np.abs(self.sums[1] - self.sums[0])
+        t /= np.sqrt((var[0] + var[1]) * n)
+        t[~self.open] = 0.0
+        return t, var
 
     def _candidates(self, t: np.ndarray, level: float) -> np.ndarray:
         """The open paths whose p could be below ``level``: Welch's df is at least n - 1
@@ -117,7 +132,13 @@ class NullPaths:
         cut = float(special.stdtrit(2 * self.n - 2, 1 - level / 2))
         return np.flatnonzero(t >= cut)
 
-    def _level(self, t: np.ndarray, df: np.ndarray, wanted: int) -> float:
+    def _p_values(self, t: np.ndarray, var: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """The two-sided Welch p-values of the paths at ``index`` (its df only there)."""
+        n, v0, v1 = self.n, var[0, index].astype(float), var[1, index].astype(float)
+        df = (n - 1) * (v0 + v1) ** 2 / (v0**2 + v1**2)
+        return 2 * special.stdtr(df, -t[index].astype(float))
+
+    def _level(self, t: np.ndarray, var: np.ndarray, wanted: int) -> float:
         """The level that ``wanted`` open paths' p-values are below."""
         if wanted >= int(self.open.sum()):
             return 1.0
@@ -125,11 +146,9 @@ class NullPaths:
         # |t| has at the smallest df: the level sought is no higher.
         top = float(np.partition(t, t.size - wanted - 1)[t.size - wanted - 1])
         ceiling = 2 * float(special.stdtr(self.n - 1, -top))
-        index = self._candidates(t, ceiling)
-        p = np.sort(2 * special.stdtr(df[index], -t[index]))
+        p = np.sort(self._p_values(t, var, self._candidates(t, ceiling)))
         return math.sqrt(p[wanted - 1] * p[wanted])  # between the two: p < level for wanted
 
-    def _crossing(self, t: np.ndarray, df: np.ndarray, level: float) -> np.ndarray:
+    def _crossing(self, t: np.ndarray, var: np.ndarray, level: float) -> np.ndarray:
         index = self._candidates(t, level)
-        p = 2 * special.stdtr(df[index], -t[index])
-        return index[p < level]
+        return index[self._p_values(t, var, index) < level]

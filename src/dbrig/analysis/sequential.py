@@ -296,3 +296,26 @@ def simulate(
         unchanged=float((final == "unchanged").mean()),
         mean_rounds=float(rounds.mean()),
     )
+
+
+def welch_false_alarms(design: Design, *, gates: int, seed: int) -> float:
+    """The share of ``gates`` seeded A/A gates (standard normal values, one a side per
+    round) whose Welch p-value falls below a look's level at some look: the design's
+    own false-alarm rate, without compare's threshold or MDE (which only turn alarms
+    into "unchanged")."""
+    rng = np.random.default_rng(seed)
+    sums, squares = np.zeros((2, gates)), np.zeros((2, gates))
+    flagged = np.zeros(gates, dtype=bool)
+    levels = {look.round: look.alpha for look in design.looks}
+    for n in range(1, design.max + 1):
+        values = rng.standard_normal((2, gates))
+        sums += values
+        squares += values**2
+        if levels.get(n, 0.0) <= 0:
+            continue
+        var = (squares - sums**2 / n) / (n - 1)
+        sq_se = (var[0] + var[1]) / n
+        df = (n - 1) * sq_se**2 * n * n / (var[0] ** 2 + var[1] ** 2)
+        t = np.abs(sums[1] - sums[0]) / n / np.sqrt(sq_se)
+        flagged |= 2 * special.stdtr(df, -t) < levels[n]
+    return float(flagged.mean())

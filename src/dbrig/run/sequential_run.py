@@ -107,10 +107,12 @@ def design_lines(spec: SequentialRepeat) -> Iterator[str]:
             "for Welch's t; if every trial succeeds:"
         )
         for look in shown_looks(design):
-            yield (
-                f"    round {look.round}: t={look.fraction:.2f}, p < {look.alpha:.3g} "
-                f"(|z| >= {look.z:.3f})"
+            level = (
+                f"p < {look.alpha:.3g} (|z| >= {look.z:.3f})"
+                if look.alpha > 0
+                else "nothing to spend yet"
             )
+            yield f"    round {look.round}: t={look.fraction:.2f}, {level}"
         if design.max > CALIBRATED_UP_TO:
             yield (
                 f"    rounds {CALIBRATED_UP_TO + 1}..{design.max}: exact z boundaries "
