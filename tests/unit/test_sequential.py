@@ -6,10 +6,12 @@ import math
 
 import pytest
 from pydantic import ValidationError
+from scipy.stats import norm
 
 from dbrig.analysis import sequential
 from dbrig.analysis.boundaries import crossing_chances
-from dbrig.analysis.sequential import Design, Spender, simulate
+from dbrig.analysis.calibration import CALIBRATED_UP_TO, spendable
+from dbrig.analysis.sequential import Design, Spender, simulate, welch_false_alarms
 from dbrig.scenario.model import Scenario, SequentialRepeat
 
 WORKLOAD = {"sysbench": {"test": "oltp_read_only"}}
@@ -30,8 +32,8 @@ def test_obrien_fleming_spends_almost_nothing_early() -> None:
 
 
 @pytest.mark.parametrize("kind", ["obrien-fleming", "pocock"])
-def test_the_looks_spend_exactly_alpha_not_a_union_bound_share(kind: str) -> None:
-    design = Design(3, 20, spending=kind)  # type: ignore[arg-type]
+def test_exact_z_looks_spend_exactly_alpha_not_a_union_bound_share(kind: str) -> None:
+    design = Design(3, 20, spending=kind, boundaries="exact")  # type: ignore[arg-type]
     looks = design.looks
     assert [look.round for look in looks] == list(range(3, 21))
     assert math.fsum(look.spent for look in looks) == pytest.approx(0.05, abs=1e-9)
@@ -45,6 +47,34 @@ def test_the_looks_spend_exactly_alpha_not_a_union_bound_share(kind: str) -> Non
     assert design.look(20).fraction == 1.0
 
 
+@pytest.mark.parametrize("kind", ["obrien-fleming", "pocock"])
+def test_calibrated_looks_spend_alpha_less_the_simulations_margin(kind: str) -> None:
+    design = Design(3, 20, spending=kind)  # type: ignore[arg-type]
+    looks = design.looks
+    assert [look.round for look in looks] == list(range(3, 21))
+    assert math.fsum(look.spent for look in looks) == pytest.approx(spendable(0.05), abs=1e-5)
+    assert 0.048 < spendable(0.05) < 0.05
+    assert all(0 <= look.alpha < 0.05 for look in looks)
+    assert all(look.z == pytest.approx(norm.isf(look.alpha / 2)) for look in looks if look.alpha)
+    assert design.look(20).fraction == 1.0
+    # Seeded: the same design, built again, has the same levels (--resume relies on it).
+    again = Spender(design)
+    assert [again.look(r, r / 20) for r in range(3, 21)] == list(looks)
+
+
+def test_a_long_design_calibrates_its_first_100_rounds_then_uses_exact_z_looks() -> None:
+    design = Design(3, 200)
+    shown = design.looks_up_to(CALIBRATED_UP_TO)
+    assert [k.round for k in shown] == list(range(3, CALIBRATED_UP_TO + 1))
+    spender = Spender(design)
+    for look in shown:
+        spender.look(look.round, look.fraction)
+    exact = sequential.ExactSpender(Design(3, 200, boundaries="exact"), spendable(0.05) / 0.05)
+    for look in shown:
+        exact.look(look.round, look.fraction)
+    assert spender.look(101, 101 / 200) == exact.look(101, 101 / 200)
+
+
 def test_a_look_with_fewer_values_than_planned_spends_less_and_max_spends_the_rest() -> None:
     design = Design(3, 10)
     spender = Spender(design)
@@ -56,7 +86,7 @@ def test_a_look_with_fewer_values_than_planned_spends_less_and_max_spends_the_re
     last = spender.look(10, 0.9)  # the look at max is at t = 1 whatever failed
     assert last.fraction == 1.0
     total = first.spent + short.spent + late.spent + last.spent
-    assert total == pytest.approx(0.05)
+    assert total == pytest.approx(spendable(0.05), abs=1e-5)
     assert sequential.information_fraction([4, 3], 10) == 0.3
     assert sequential.information_fraction([], 10) == 0.0
 
@@ -135,6 +165,28 @@ def test_a_10_percent_slowdown_is_caught_in_at_least_90_percent(cv: float) -> No
     found = simulate(RECOMMENDED, cv=cv, shift=-0.10, gates=2000, seed=25)
     assert found.flagged >= 0.90
     assert found.mean_rounds < RECOMMENDED.max  # it stops early on average
+
+
+@pytest.mark.parametrize("kind", ["obrien-fleming", "pocock"])
+@pytest.mark.parametrize("rounds", [10, 20, 40])
+def test_welchs_t_at_the_calibrated_levels_keeps_the_false_alarm_rate(
+    kind: str, rounds: int
+) -> None:
+    # Issue: at the exact z boundaries' nominal levels Welch's t let 5.3 % through
+    # (O'Brien-Fleming 3..20). 100 000 gates, a seed other than the calibration's:
+    # the rate's standard error is 0.07 points; allow three.
+    gates = 100_000
+    design = Design(3, rounds, spending=kind)  # type: ignore[arg-type]
+    found = welch_false_alarms(design, gates=gates, seed=8)
+    assert found <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / gates)
+
+
+def test_the_z_levels_let_more_through_than_the_calibrated_ones_on_the_same_gates() -> None:
+    # The defect itself, paired on the same seeded gates (so far less noisy than the
+    # bound above): O'Brien-Fleming 3..20 at the z boundaries' levels gave 5.1 %.
+    calibrated = welch_false_alarms(Design(3, 20), gates=100_000, seed=8)
+    exact = welch_false_alarms(Design(3, 20, boundaries="exact"), gates=100_000, seed=8)
+    assert exact > 0.05 > calibrated
 
 
 def test_without_spending_the_same_looks_raise_false_alarms() -> None:

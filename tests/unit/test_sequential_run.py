@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from dbrig.errors import ConfigError
 from dbrig.run import sequential_run
 from dbrig.run.sequential_run import width_look
 from dbrig.scenario import plan_from_dict
+from dbrig.scenario.model import SequentialRepeat
 
 WORKLOAD = {"sysbench": {"test": "oltp_read_write", "tables": 1, "table_size": 100, "time": 5}}
 
@@ -93,9 +95,19 @@ def test_the_dry_run_says_what_ci_width_leaves_out_and_each_looks_boundary() -> 
     )
     assert decided.scenario.sequential is not None
     lines = list(sequential_run.design_lines(decided.scenario.sequential))
-    # Lan-DeMets O'Brien-Fleming type, looks at 2/5 .. 5/5: the published 3.357 .. 2.031.
-    assert "    round 2: t=0.40, |z| >= 3.357, nominal alpha 0.000788" in lines
-    assert any(ln.startswith("    round 5: t=1.00, |z| >= 2.031") for ln in lines)
+    assert any("levels calibrated for Welch's t" in ln for ln in lines)
+    looks = [ln for ln in lines if ln.startswith("    round ")]
+    assert [ln.split(":")[0] for ln in looks] == [f"    round {r}" for r in range(2, 6)]
+    assert looks[-1].startswith("    round 5: t=1.00, p < 0.0")
+    assert re.fullmatch(r"    round 3: t=0\.60, p < [0-9.e-]+ \(\|z\| >= [0-9.]+\)", looks[1])
+
+
+def test_a_long_designs_dry_run_shows_the_calibrated_looks_and_says_what_follows() -> None:
+    spec = SequentialRepeat(min=3, max=1000, until={"decided_by": "server"})
+    lines = list(sequential_run.design_lines(spec))
+    looks = [ln for ln in lines if ln.startswith("    round ")]
+    assert looks[-1].startswith("    round 100: t=0.10")
+    assert lines[-1].startswith("    rounds 101..1000: exact z boundaries")
 
 
 def test_the_progress_line_of_a_decided_by_look() -> None:
@@ -150,7 +162,7 @@ def test_a_resumed_run_rebuilds_the_looks_made_so_the_next_boundary_is_the_same(
     plan, run = _decided_plan_and_run(tmp_path)
     first = sequential_run.Looks(plan, run)
     design = sequential_run.record(run)["design"]
-    assert design["boundaries"] == "exact" and [k["round"] for k in design["looks"]] == list(
+    assert design["boundaries"] == "calibrated" and [k["round"] for k in design["looks"]] == list(
         range(3, 9)
     )
     assert first.legacy == {}
@@ -160,6 +172,22 @@ def test_a_resumed_run_rebuilds_the_looks_made_so_the_next_boundary_is_the_same(
     fresh = Spender(first.design)
     fresh.look(3, 2 / 8)
     assert resumed.spender.look(4, 4 / 8) == fresh.look(4, 4 / 8)
+
+
+def test_a_design_recorded_with_exact_boundaries_goes_on_with_exact_z_looks(
+    tmp_path: Any,
+) -> None:
+    from dbrig.analysis.sequential import Design, ExactSpender
+
+    plan, run = _decided_plan_and_run(tmp_path)
+    old = {"min": 3, "max": 8, "boundaries": "exact", "looks": []}
+    _with_looks(run, {"design": old, "looks": [{"round": 3, "fraction": 3 / 8}]})
+    resumed = sequential_run.Looks(plan, run)
+    assert resumed.design.boundaries == "exact" and resumed.legacy == {}
+    fresh = ExactSpender(Design(3, 8, boundaries="exact"))
+    fresh.look(3, 3 / 8)
+    assert resumed.spender.look(4, 4 / 8) == fresh.look(4, 4 / 8)
+    assert sequential_run.record(run)["design"]["boundaries"] == "exact"
 
 
 def test_a_design_recorded_before_exact_boundaries_keeps_its_alphas_on_resume(

@@ -11,19 +11,21 @@ look's repetitions per cell over ``max`` (the smallest cell's successful ones):
   (two-sided): almost nothing early, nearly all of alpha left for the last look;
 * Pocock type: ``alpha(t) = alpha ln(1 + (e - 1) t)``: spent evenly.
 
-Each look's boundary is exact: the ``z`` whose chance of being crossed first at
-this look, given the looks before and their boundaries, is ``alpha(t_k) -
-alpha(t_{k-1})`` (:mod:`dbrig.analysis.boundaries`: the recursive numerical
-integration of the joint distribution of the look statistics). So the chances add
-up to ``alpha`` over the looks, not less, and no alpha is lost to a union bound.
+Each look's level is calibrated for the statistic it tests, Welch's t
+(:mod:`dbrig.analysis.calibration`): seeded null paths of Welch's t at the look's
+sample sizes give the nominal two-sided level ``a`` at which the chance of
+stopping first at this look, given the looks before and their levels, is
+``alpha(t_k) - alpha(t_{k-1})`` (less a margin for the simulation's own error:
+:func:`dbrig.analysis.calibration.spendable`). So the chances add up to ``alpha``
+over the looks for the t statistic itself, not for a normal one. A look tests compare's p-value
+against ``a``; its ``z`` is the normal quantile of the same level, for reading.
 The look at ``max`` spends whatever is left (its ``t`` is 1 even if trials failed).
 
-The boundary is for a normal statistic; compare's is Welch's t at a few
-repetitions. A look tests at the boundary's nominal two-sided level ``2 (1 -
-Phi(z))``: a p-value below it is a Welch t beyond the t quantile with the same tail
-probability, the usual conversion (Jennison and Turnbull, ch. 11). How well that
-keeps alpha at n = 3 is measured by the seeded simulation
-(``benchmarks/sequential_design.py``).
+A design recorded as ``exact`` (before the calibration) keeps its behaviour: each
+look's boundary is the exact ``z`` of a normal statistic
+(:mod:`dbrig.analysis.boundaries`, recursive numerical integration), tested at its
+nominal level ``2 (1 - Phi(z))``, which lets a few tenths of a point more than
+alpha through at n = 3..20 (the reason for the calibration).
 
 "Unchanged" is a decision too: compare's own rule (not significant, MDE at the
 look's level within the threshold, observed change within it), which cannot raise
@@ -32,6 +34,7 @@ a false alarm; it only ends an A/A run early.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,10 +46,12 @@ from scipy import special
 from scipy import stats as sps
 
 from dbrig.analysis.boundaries import Recursion
+from dbrig.analysis.calibration import CALIBRATED_UP_TO, NullPaths, spendable
 from dbrig.analysis.stats import mde_pct, verdict_for
 from dbrig.metrics import Direction
 
 Spending = Literal["obrien-fleming", "pocock"]
+Boundaries = Literal["calibrated", "exact"]
 SPENDING_FUNCTIONS: tuple[str, ...] = ("obrien-fleming", "pocock")
 DECIDED_VERDICTS = frozenset({"better", "worse", "unchanged", "changed"})
 
@@ -86,6 +91,7 @@ class Design:
     max: int
     alpha: float = 0.05
     spending: Spending = "obrien-fleming"
+    boundaries: Boundaries = "calibrated"
 
     def __post_init__(self) -> None:
         if not 2 <= self.min <= self.max:
@@ -96,8 +102,12 @@ class Design:
     @cached_property
     def looks(self) -> tuple[Look, ...]:
         """The planned looks: every trial succeeds, so ``t = round / max``."""
-        spender = Spender(self)
-        return tuple(spender.look(r, r / self.max) for r in range(self.min, self.max + 1))
+        return _planned_looks(self, self.max)
+
+    def looks_up_to(self, round_: int) -> tuple[Look, ...]:
+        """The planned looks up to ``round_`` (a long design's later ones are not needed
+        to show its first)."""
+        return _planned_looks(self, min(round_, self.max))
 
     def look(self, round_: int) -> Look:
         """The planned look after ``round_``; ValueError outside min..max."""
@@ -108,11 +118,57 @@ class Design:
 
 class Spender:
     """A design's looks as they happen, each at the information fraction its sample
-    sizes give (failed trials make it smaller than planned): the boundaries of the
-    looks made so far are carried, so each new one is exact given them."""
+    sizes give (failed trials make it smaller than planned): the looks made so far
+    are carried, so each new one's level is right given them."""
 
     def __init__(self, design: Design) -> None:
         self.design = design
+        self.fractions: list[tuple[int, float]] = []  # the looks made: round, fraction
+        self.exact: ExactSpender | None = None
+        self.paths = NullPaths() if design.boundaries == "calibrated" else None
+
+    def look(self, round_: int, fraction: float) -> Look:
+        """The look after ``round_`` at ``fraction`` (made: the next look builds on it).
+        At ``max`` the fraction is 1, so what is left of alpha is spent."""
+        self.fractions.append((round_, fraction))
+        n = round(min(fraction, 1.0) * self.design.max)
+        if self.paths is None or n > CALIBRATED_UP_TO:
+            return self._exact().look(round_, fraction)
+        if n <= self.paths.n and round_ < self.design.max:
+            # No new values since the last look: nothing to spend.
+            return Look(round_, max(fraction, self.paths.n / self.design.max), 0.0)
+        return self._calibrated(round_, fraction, n, self.paths)
+
+    def _calibrated(self, round_: int, fraction: float, n: int, paths: NullPaths) -> Look:
+        design = self.design
+        fraction = 1.0 if round_ >= design.max else min(fraction, 1.0)
+        total = spent(fraction, design.alpha, design.spending) if fraction > 0 else 0.0
+        level, share = paths.look(n, total * spendable(design.alpha) / design.alpha)
+        z = float(sps.norm.isf(level / 2)) if level > 0 else math.inf
+        return Look(round_, fraction, level, z, share)
+
+    def _exact(self) -> ExactSpender:
+        """The exact z recursion, carried over every look made so far (looks beyond
+        the calibrated sample sizes use it), spending the same alpha as the paths:
+        Welch's t at the z levels still lets about 0.1 point more through there."""
+        if self.exact is None:
+            design = self.design
+            calibrated = design.boundaries == "calibrated"  # "exact" keeps all of alpha
+            scale = spendable(design.alpha) / design.alpha if calibrated else 1.0
+            self.exact = ExactSpender(design, scale)
+            for round_, fraction in self.fractions[:-1]:
+                self.exact.look(round_, fraction)
+        return self.exact
+
+
+class ExactSpender:
+    """A design's looks at exact z boundaries (:mod:`dbrig.analysis.boundaries`), each at
+    the information fraction its sample sizes give: the boundaries of the looks made
+    so far are carried, so each new one is exact given them."""
+
+    def __init__(self, design: Design, scale: float = 1.0) -> None:
+        self.design = design
+        self.scale = scale  # the share of the spending function's alpha to spend
         self.recursion = Recursion()
         self.before = 0.0  # alpha spent by the looks so far
 
@@ -124,11 +180,19 @@ class Spender:
         fraction = max(fraction, self.recursion.fraction)  # information never goes back
         target = 0.0  # no information since the last look: nothing to spend
         if fraction > self.recursion.fraction:
-            total = spent(fraction, design.alpha, design.spending)
+            total = spent(fraction, design.alpha, design.spending) * self.scale
             target = max(total - self.before, 0.0)
             self.before = max(self.before, total)
         bound = self.recursion.look(fraction, target)
         return Look(round_, fraction, bound.nominal, bound.z, target)
+
+
+@functools.lru_cache(maxsize=16)
+def _planned_looks(design: Design, last: int) -> tuple[Look, ...]:
+    """The looks after rounds ``min``..``last`` when every trial succeeds (computed once
+    per design: the dry run and the run's record both show them)."""
+    spender = Spender(design)
+    return tuple(spender.look(r, r / design.max) for r in range(design.min, last + 1))
 
 
 def information_fraction(n_per_cell: Sequence[int], rounds: int) -> float:
@@ -237,3 +301,26 @@ def simulate(
         unchanged=float((final == "unchanged").mean()),
         mean_rounds=float(rounds.mean()),
     )
+
+
+def welch_false_alarms(design: Design, *, gates: int, seed: int) -> float:
+    """The share of ``gates`` seeded A/A gates (standard normal values, one a side per
+    round) whose Welch p-value falls below a look's level at some look: the design's
+    own false-alarm rate, without compare's threshold or MDE (which only turn alarms
+    into "unchanged")."""
+    rng = np.random.default_rng(seed)
+    sums, squares = np.zeros((2, gates)), np.zeros((2, gates))
+    flagged = np.zeros(gates, dtype=bool)
+    levels = {look.round: look.alpha for look in design.looks}
+    for n in range(1, design.max + 1):
+        values = rng.standard_normal((2, gates))
+        sums += values
+        squares += values**2
+        if levels.get(n, 0.0) <= 0:
+            continue
+        var = (squares - sums**2 / n) / (n - 1)
+        sq_se = (var[0] + var[1]) / n
+        df = (n - 1) * sq_se**2 * n * n / (var[0] ** 2 + var[1] ** 2)
+        t = np.abs(sums[1] - sums[0]) / n / np.sqrt(sq_se)
+        flagged |= 2 * special.stdtr(df, -t) < levels[n]
+    return float(flagged.mean())

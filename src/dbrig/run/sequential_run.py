@@ -8,9 +8,11 @@ run.json (``sequential.looks``). A look that decides, or the look at ``max``, en
 the run: ``sequential.stopped`` says why, and run.json's planned trials are cut to
 the rounds that ran, so every reader sees a complete run. ``--resume`` reads the
 looks so far from run.json and continues the same design: the boundaries of the
-looks made are rebuilt from their recorded information fractions, so the next one
-is exact given them. A design recorded without ``boundaries: exact`` (written
-before the boundaries were exact) goes on with its recorded per-look alphas.
+looks made are rebuilt from their recorded information fractions (the calibration's
+paths are seeded, so they are the same), so the next one is right given them. A
+design recorded with ``boundaries: exact`` (before the levels were calibrated for
+Welch's t) goes on with exact z boundaries, as it began; one recorded without
+``boundaries`` (before the boundaries were exact) with its recorded per-look alphas.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from dbrig import store
 from dbrig.analysis import sequential
+from dbrig.analysis.calibration import CALIBRATED_UP_TO
 from dbrig.analysis.cells import cell_values, headline_metrics
 from dbrig.analysis.compare import RunInput, compare_groups, resolve_factor
 from dbrig.errors import ConfigError
@@ -29,13 +32,21 @@ from dbrig.scenario import Plan, Trial
 from dbrig.scenario.model import SequentialRepeat
 
 KEY = "sequential"  # run.json's record of the design and its looks
-BOUNDARIES = "exact"  # the design's "boundaries": how its looks' levels are found
+BOUNDARIES = "calibrated"  # the design's "boundaries": how its looks' levels are found
+KNOWN_BOUNDARIES = ("calibrated", "exact")
 NEAR_ZERO = "about 0 by nature (a count of failures): a width relative to its mean means nothing"
 ZERO_MEAN = "mean 0 in this cell: a width relative to it means nothing"
 
 
-def design_of(spec: SequentialRepeat) -> sequential.Design:
-    return sequential.Design(spec.min, spec.max, spec.alpha, spec.spending)
+def design_of(spec: SequentialRepeat, boundaries: str = BOUNDARIES) -> sequential.Design:
+    kind = "exact" if boundaries == "exact" else "calibrated"
+    return sequential.Design(spec.min, spec.max, spec.alpha, spec.spending, kind)
+
+
+def shown_looks(design: sequential.Design) -> tuple[sequential.Look, ...]:
+    """The planned looks the dry run and run.json show: those whose level is calibrated
+    (a longer design's later looks are exact z boundaries, found as the run goes)."""
+    return design.looks_up_to(CALIBRATED_UP_TO)
 
 
 def check_design(plan: Plan) -> None:
@@ -92,13 +103,20 @@ def design_lines(spec: SequentialRepeat) -> Iterator[str]:
     )
     if until.decided_by is not None:
         yield (
-            f"  alpha {spec.alpha:g} spent {spec.spending} (Lan-DeMets), exact boundaries; "
-            "if every trial succeeds:"
+            f"  alpha {spec.alpha:g} spent {spec.spending} (Lan-DeMets), levels calibrated "
+            "for Welch's t; if every trial succeeds:"
         )
-        for look in design.looks:
+        for look in shown_looks(design):
+            level = (
+                f"p < {look.alpha:.3g} (|z| >= {look.z:.3f})"
+                if look.alpha > 0
+                else "nothing to spend yet"
+            )
+            yield f"    round {look.round}: t={look.fraction:.2f}, {level}"
+        if design.max > CALIBRATED_UP_TO:
             yield (
-                f"    round {look.round}: t={look.fraction:.2f}, |z| >= {look.z:.3f}, "
-                f"nominal alpha {look.alpha:.3g}"
+                f"    rounds {CALIBRATED_UP_TO + 1}..{design.max}: exact z boundaries "
+                "(Welch's t is the z statistic there), found as the run goes"
             )
     elif not until.metrics:
         yield (
@@ -121,18 +139,20 @@ class Looks:
         spec = plan.scenario.sequential
         assert spec is not None
         self.spec = spec
-        self.design = design_of(spec)
-        self.spender = sequential.Spender(self.design)
         self.plan = plan
         self.run = run
         self.emit = emit or (lambda _line: None)
         self.rounds = _rounds(plan)
         saved = record(run)
         self.looked = {int(look["round"]) for look in saved.get("looks", ())}
+        kind = saved.get("design", {}).get("boundaries", BOUNDARIES if not saved else None)
+        # An older record without "boundaries" kept its alphas with exact z looks.
+        self.design = design_of(spec, str(kind) if kind in KNOWN_BOUNDARIES else "exact")
+        self.spender = sequential.Spender(self.design)
         if not saved:
             self._write({"design": self._design_json(), "looks": []})
         design = record(run)["design"]
-        self.legacy = {} if design.get("boundaries") == BOUNDARIES else _saved_alphas(design)
+        self.legacy = {} if kind in KNOWN_BOUNDARIES else _saved_alphas(design)
         for look in saved.get("looks", ()):  # a resumed run: the looks made, as they were
             if look.get("fraction") is not None:
                 self.spender.look(int(look["round"]), float(look["fraction"]))
@@ -216,8 +236,8 @@ class Looks:
             "until": self.spec.until.model_dump(mode="json", exclude_none=True),
             "spending": self.spec.spending,
             "alpha": self.spec.alpha,
-            "boundaries": BOUNDARIES,
-            "looks": [{**vars(look), "z": _number(look.z)} for look in self.design.looks],
+            "boundaries": self.design.boundaries,
+            "looks": [{**vars(look), "z": _number(look.z)} for look in shown_looks(self.design)],
         }
 
     def _write(self, value: dict[str, Any]) -> None:
@@ -267,7 +287,8 @@ def _near_zero(name: str) -> bool:
 
 
 def _saved_alphas(design: Mapping[str, Any]) -> dict[int, float]:
-    """A design recorded before exact boundaries: its looks' alphas, kept on resume."""
+    """A design recorded before exact boundaries: its looks' alphas, kept on resume
+    (its looks are still carried by the spender, whose levels it does not use)."""
     return {int(look["round"]): float(look["alpha"]) for look in design.get("looks", ())}
 
 
