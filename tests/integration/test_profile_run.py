@@ -126,3 +126,43 @@ def _started(run: Path, command: str) -> float:
     stamp = [line for line in lines if command in line][-1].split()[1]  # 07:31:08,728
     hours, minutes, seconds = stamp.replace(",", ".").split(":")
     return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+
+
+# The shipped profiling scenario cut to seconds: one small table, 3 s windows, one
+# repetition, a fixed rate (its finding is where each query's CPU goes, not how many).
+# At 100 sorts a second of about 2 ms of CPU each a cell gets some 60 samples at 99 Hz
+# (at 20 a second it got 3-7, too few to be sure to land in filesort).
+SHIPPED_PROFILING_CUT = {
+    "server.config.innodb_buffer_pool_size": "64M",
+    "server.config.innodb_log_file_size": "16M",
+    "workload.sysbench.tables": 1,
+    "workload.sysbench.table_size": 5000,
+    "workload.sysbench.time": 3,
+    "workload.sysbench.rate": 100,
+    "warmup": 1,
+    "repeat": 1,
+}
+
+
+def test_the_shipped_profiling_scenario_cut_down_shows_the_merge_passes_of_the_small_buffer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sets = [a for key, value in SHIPPED_PROFILING_CUT.items() for a in ("--set", f"{key}={value}")]
+    result = run_main(["run", "profiling", "--out", str(tmp_path / "runs"), *sets], capsys)
+    assert result.code == 0, result.err
+    run = only_run_dir(tmp_path / "runs")
+    cells = {}
+    for folder in sorted((run / "trials").iterdir()):
+        trial = read_json(folder / "trial.json")
+        assert trial["status"] == "ok", trial
+        cells[trial["cell"]] = parse_folded((folder / "profile.folded").read_text())
+    small, large = cells["c000"], cells["c001"]  # sort_buffer_size 32K, 2M (the matrix order)
+    # 5,000 rows of ~130 bytes do not fit in 32K: filesort merges chunks from a temp file.
+    assert any("merge_buffers" in stack for stack in small), list(small)[:5]
+    assert not any("merge_buffers" in stack for stack in large)
+    assert all(any("filesort" in stack for stack in cell) for cell in (small, large))
+
+    page = (run / "report.html").read_text()
+    for cell in ("c000", "c001"):
+        assert f'id="flame-{cell}"' in page and f'id="internals-{cell}"' in page
+    assert "ORDER BY" in page  # the sorting statement's digest, in the internals tables
