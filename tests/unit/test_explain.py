@@ -102,8 +102,24 @@ def test_rows_rank_by_absolute_change_and_get_a_word() -> None:
     assert by_name["c"].verdict == explain.UNCLEAR
     assert by_name["b"].stats.delta == pytest.approx(30.0 - 10.5)
     assert table.tested == 3 and table.seen == 3
-    # Holm over the three: every adjusted p at least the test's own
+    # corrected over the three: every adjusted p at least the test's own
     assert all(r.p_adjusted >= r.stats.p_value for r in table.rows)
+
+
+def test_a_table_screens_many_functions_by_false_discovery_rate_not_holm() -> None:
+    """The shipped example's case: among a hundred functions that stay, five moved the
+    same way in every trial. Holm over the hundred would call none of them at three
+    trials a side; Benjamini-Hochberg calls the five and none of the others."""
+    steady = [{f"f{i}": 0.8 + 0.05 * ((i + t) % 3) for i in range(100)} for t in range(3)]
+    moved = [{f"m{i}": 5.0 + 0.7 * t for i in range(5)} for t in range(3)]
+    gone = [{f"m{i}": 0.7 * t for i in range(5)} for t in range(3)]
+    base = [{**s, **m} for s, m in zip(steady, moved, strict=True)]
+    cand = [{**s, **g} for s, g in zip(steady, gone, strict=True)]
+    table = explain.change_table(explain.SELF, base, cand, RULES, whole=100.0)
+    called = {r.name for r in table.rows if r.verdict in (explain.MORE, explain.LESS)}
+    assert called == {f"m{i}" for i in range(5)}
+    raw = [r.stats.p_value for r in table.rows if r.name.startswith("m")]
+    assert all(p * table.tested > RULES.alpha for p in raw)  # what Holm's first step needs
 
 
 def test_a_function_absent_from_one_side_counts_as_zero_there() -> None:

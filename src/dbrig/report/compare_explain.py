@@ -36,7 +36,7 @@ def caption(report: CompareReport, explanation: CellExplanation, table: ChangeTa
 
 def headings(report: CompareReport, explanation: CellExplanation, table: ChangeTable) -> list[str]:
     points = "Δ points" if table.kind in (SELF, TOTAL) else "Δ"
-    p = "p (Holm)" if report.correction == "holm" and table.tested > 1 else "p"
+    p = "q (BH)" if report.correction != "none" and table.tested > 1 else "p"
     name = _ROW_NAMES[table.kind]
     if table.kind == "digests":
         name = "statement (schema)"
