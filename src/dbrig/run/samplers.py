@@ -20,6 +20,7 @@ from typing import Any
 from dbrig import proc, sampling
 from dbrig.run.commands import TrialCommands
 from dbrig.run.server_status import resilient_status
+from dbrig.sampling import internals
 from dbrig.sampling.registry import (
     SAMPLERS,
     SamplerEntry,
@@ -96,14 +97,18 @@ def process_roles(
     return {role: [pid] for role, pid in roles.items() if pid}
 
 
-def status_fetch(server: Handle, may_vanish: bool) -> tuple[Callable[[], Any], Callable[[], None]]:
+def status_fetch(
+    server: Handle, may_vanish: bool, unmeasured: bool = False
+) -> tuple[Callable[[], Any], Callable[[], None]]:
     """The SHOW GLOBAL STATUS query and how to close its connection. With a fault on the
     way it reconnects, and repeats its last answer while the server is away; else one
-    connection, opened now (a server that does not answer fails the trial here)."""
+    connection, opened now (a server that does not answer fails the trial here).
+    ``unmeasured``: its connections left out of performance_schema (internals on)."""
+    connect = internals.unmeasured(server.connect) if unmeasured else server.connect
     if may_vanish:
-        fetch = resilient_status(server.connect, global_status)
+        fetch = resilient_status(connect, global_status)
         return fetch, fetch.close  # type: ignore[attr-defined]
-    conn = server.connect()
+    conn = connect()
     return (lambda: global_status(conn)), conn.close
 
 
@@ -121,7 +126,7 @@ def sampled(
     keys = frozenset(entry.key for entry in chosen)
     fetch, close_status = None, None
     if "status" in keys:
-        fetch, close_status = status_fetch(trial.server, trial.faults)
+        fetch, close_status = status_fetch(trial.server, trial.faults, "internals" in keys)
     inputs = SamplerInputs(
         folder=trial.folder,
         timing=sampling.SampleTiming(

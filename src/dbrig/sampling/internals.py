@@ -246,6 +246,21 @@ def metrics_csv(deltas: Iterable[MetricDelta]) -> str:
 # --- talking to the server -------------------------------------------------------------------
 
 
+def unmeasured(connect: Callable[[], Any]) -> Callable[[], Any]:
+    """``connect``, whose connections performance_schema leaves out: dbrig's other
+    samplers (SHOW GLOBAL STATUS every second) would else be among the trial's
+    statements and waits. A server that refuses (no UPDATE on performance_schema)
+    still gives the connection."""
+
+    def connect_unmeasured() -> Any:
+        conn = connect()
+        with contextlib.suppress(Exception):
+            query(conn, NOT_ME)
+        return conn
+
+    return connect_unmeasured
+
+
 def query(conn: Any, sql: str) -> Rows:
     """A statement's rows as dicts keyed by column name (upper-cased)."""
     with conn.cursor() as cur:
