@@ -166,3 +166,14 @@ def test_the_shipped_profiling_scenario_cut_down_shows_the_merge_passes_of_the_s
     for cell in ("c000", "c001"):
         assert f'id="flame-{cell}"' in page and f'id="internals-{cell}"' in page
     assert "ORDER BY" in page  # the sorting statement's digest, in the internals tables
+
+    # compare's explanation names the merge passes in its top rows, with each side's share
+    by = ["--by", "server.config.sort_buffer_size", "--explain-rows", "15"]
+    out = tmp_path / "compare.json"
+    run_main(["compare", str(run), *by, "--json", str(out)], capsys)
+    (pair,) = read_json(out)["explanations"]
+    total = next(t for t in pair["tables"] if t["kind"] == "total")
+    names = [(r["name"], r["mean_baseline"], r["mean_candidate"]) for r in total["rows"]]
+    merge = next((r for r in total["rows"] if r["name"] == "merge_buffers"), None)
+    assert merge is not None, names
+    assert merge["mean_baseline"] > 0 and merge["mean_candidate"] == 0, total["rows"]
