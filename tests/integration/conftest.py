@@ -41,6 +41,20 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
                 pytest.fail("processes left running (killed now):\n  " + "\n  ".join(leaked))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_tmp() -> Iterator[Path]:
+    """A TMPDIR of this worker's own for what runs before a test's ``short_tmp``: module
+    fixtures that initialise or prepare a template datadir. A server starting removes the
+    temporary files it finds in its tmpdir, another server's initialisation files among
+    them, so a shared /tmp made those inits fail now and then."""
+    short = Path(tempfile.mkdtemp(prefix="dis-", dir="/tmp"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(short))
+        patch.setattr(tempfile, "tempdir", str(short))
+        yield short
+    shutil.rmtree(short, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def short_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A per-test TMPDIR short enough for unix sockets, and the leftover-process tag."""
