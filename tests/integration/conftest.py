@@ -7,6 +7,12 @@ When a test body ends, any process still alive that mentions the test's ``tmp_pa
 on its command line, or carries its tag, is killed and the test FAILS.
 
 Fixtures must not own processes: the check runs before fixtures are torn down.
+
+Every test's ``dbrig run`` shares one snapshot cache per pytest worker
+(``DBRIG_SNAPSHOT_CACHE``): the tiny data sets most tests use are initialised and
+prepared once per worker, then copied from the cache (its key, binary + data set +
+shaping settings, keeps a hit correct). A test about the load itself (init, prepare,
+their timings or output) is marked ``fresh_data_sets`` and runs without it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from dbrig.server.cache import ENV_DIR
 from tests.integration.helpers import LEAK_TAG, kill_leftovers
 from tests.integration.sshd import SSHD, Sshd, start_sshd, stop_sshd
 
@@ -34,6 +41,20 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
                 pytest.fail("processes left running (killed now):\n  " + "\n  ".join(leaked))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_tmp() -> Iterator[Path]:
+    """A TMPDIR of this worker's own for what runs before a test's ``short_tmp``: module
+    fixtures that initialise or prepare a template datadir. A server starting removes the
+    temporary files it finds in its tmpdir, another server's initialisation files among
+    them, so a shared /tmp made those inits fail now and then."""
+    short = Path(tempfile.mkdtemp(prefix="dis-", dir="/tmp"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(short))
+        patch.setattr(tempfile, "tempdir", str(short))
+        yield short
+    shutil.rmtree(short, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def short_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A per-test TMPDIR short enough for unix sockets, and the leftover-process tag."""
@@ -43,6 +64,23 @@ def short_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     monkeypatch.setenv(LEAK_TAG, str(tmp_path))
     yield short
     shutil.rmtree(short, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def shared_snapshot_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The snapshot cache of this worker's session (dbrig creates and marks it)."""
+    return tmp_path_factory.getbasetemp() / "snapshot-cache"
+
+
+@pytest.fixture(autouse=True)
+def snapshot_cache_of_the_session(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs take their data sets from the worker's snapshot cache, unless the test is
+    marked ``fresh_data_sets`` (then every data set is initialised and prepared)."""
+    monkeypatch.delenv(ENV_DIR, raising=False)
+    if request.node.get_closest_marker("fresh_data_sets") is None:
+        monkeypatch.setenv(ENV_DIR, str(request.getfixturevalue("shared_snapshot_cache")))
 
 
 @pytest.fixture(scope="session")

@@ -66,6 +66,7 @@ def data_set_of(tmp_path: Path, capsys: pytest.CaptureFixture[str], data: dict) 
     return found[1]
 
 
+@pytest.mark.fresh_data_sets  # asserts the prepare ran, once
 @pytest.mark.integration
 @pytest.mark.parametrize("server_block", [False, True], ids=["no-server-block", "server-block"])
 def test_a_multi_file_script_is_prepared_once_measured_and_kept_with_the_run(

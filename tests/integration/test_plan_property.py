@@ -111,6 +111,7 @@ def _comparable(cell: CellRun) -> bool:
     return cell_host(cell.cell) is None and isinstance(spec, ManagedServer) and spec.host is None
 
 
+@pytest.mark.fresh_data_sets  # the dry run as a user without a cache prints it
 @pytest.mark.integration
 @settings(
     max_examples=EXAMPLES,

@@ -140,6 +140,7 @@ def test_sigterm_before_the_first_trial_leaves_an_empty_run_show_and_report_read
     assert reported.code == 0, reported.err
 
 
+@pytest.mark.fresh_data_sets  # asserts the init ran, once
 @pytest.mark.integration
 def test_a_server_that_cannot_initialise_fails_the_run_once_with_exit_3(tmp_path: Path) -> None:
     """Finding 3: a failing mariadb-install-db was retried for every trial (6 identical

@@ -23,6 +23,7 @@ SCENARIO = tiny_scenario(
 )
 
 
+@pytest.mark.fresh_data_sets  # a load and a cache hit time different columns
 @pytest.mark.integration
 def test_two_shards_merged_equal_the_unsharded_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

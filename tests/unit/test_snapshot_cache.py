@@ -15,9 +15,10 @@ from dbrig.commands.cache import cache_max_bytes
 from dbrig.errors import ConfigError
 from dbrig.run.datasets import data_set_id
 from dbrig.run.dryrun import CacheView, describe
-from dbrig.scenario import plan_from_dict
+from dbrig.scenario import ManagedServer, plan_from_dict
 from dbrig.server import cache as sc
 from dbrig.server.binary import ServerBinary
+from dbrig.server.handles import ManagedServerHandle
 from dbrig.tools.registry import workload_for
 
 MiB = 2**20
@@ -330,3 +331,20 @@ def test_a_folder_without_dbrigs_marker_in_the_cache_is_never_removed(tmp_path: 
     assert cache.prune() == [] and cache.corrupt() == []
     assert (foreign / "notes.txt").read_text() == "someone else's"
     assert any(str(foreign) in line and "not made by dbrig" in line for line in said), said
+
+
+def test_a_hit_in_a_clone_workspace_makes_the_servers_home_for_its_my_cnf(
+    tmp_path: Path,
+) -> None:
+    """With a workspace the snapshots live on its filesystem, not in the server's home; a
+    hit skips the init that made home, so the first start found no folder for my.cnf."""
+    mysqld = tmp_path / "mariadbd"
+    mysqld.write_bytes(b"\x7fELF")
+    binary = ServerBinary(mysqld, "mariadb", "10.11.19", "mariadbd Ver 10.11.19", None, None)
+    spec = ManagedServer(config={"innodb_log_file_size": "16M"})
+    cache = opened(tmp_path, [])
+    assert cache.store(sc.entry_key(binary, dict(spec.config), "abc"), snapshot_of(tmp_path, "d"))
+    home, workspace = tmp_path / "run" / "servers" / "db", tmp_path / "workspace" / "db"
+    handle = ManagedServerHandle("db", spec, binary, home, cache, data_home=workspace)
+    assert handle.take_from_cache("abc")
+    assert home.is_dir() and (workspace / "snapshots" / "data-abc").is_dir()

@@ -181,6 +181,9 @@ class ManagedServerHandle:
         and prepare are skipped); False without a cache or on a miss."""
         if self.cache is None:
             return False
+        # A hit skips the init that makes home, where my.cnf and the logs go: with a
+        # clone workspace the snapshots are elsewhere, so making them does not make it.
+        self.home.mkdir(parents=True, exist_ok=True)
         self.snapshots.mkdir(parents=True, exist_ok=True)
         return self.cache.fetch(self._cache_key(digest), self._data_set_path(digest))
 
