@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dbrig.analysis.explain import frame_shares
 from dbrig.report.flamegraph import (
     FRAME_PX,
+    MARK_FRAMES_SCRIPT,
     WIDTH_PX,
     Node,
     fit_label,
@@ -36,7 +37,9 @@ FULL_PP = 1.0  # a change of at least this many points may be drawn at full colo
 HEADER_PX = 36
 NEUTRAL = "rgb(225,225,225)"
 
-SEARCH_SCRIPT = """
+SEARCH_SCRIPT = (
+    MARK_FRAMES_SCRIPT
+    + """
 function dbrigDiffSearch(link) {
   var svg = link.ownerSVGElement || link.closest("svg");
   var asked = svg.getAttribute("data-term") || "";
@@ -44,22 +47,12 @@ function dbrigDiffSearch(link) {
   if (term === null) { return; }
   svg.setAttribute("data-term", term);
   var text = term.toLowerCase(), total = Number(svg.getAttribute("data-samples")) || 1;
-  var found = 0, spans = [];
-  svg.querySelectorAll("g.fr").forEach(function (g) {
-    var hit = text !== "" && g.getAttribute("data-n").toLowerCase().indexOf(text) >= 0;
-    g.classList.toggle("hit", hit);
-    if (!hit) { return; }
-    var r = g.querySelector("rect"), x = Number(r.getAttribute("x"));
-    var w = Number(r.getAttribute("width"));
-    if (spans.some(function (s) { return x >= s[0] - 0.05 && x + w <= s[1] + 0.05; })) { return; }
-    spans.push([x, x + w]);
-    found += Number(g.getAttribute("data-c"));
-  });
-  var share = (100 * found / total).toFixed(1);
+  var share = (100 * dbrigMarkFrames(svg, text) / total).toFixed(1);
   svg.querySelector(".found").textContent = text === "" ? "" :
     "\\u201c" + term + "\\u201d: " + share + " % of the candidate's samples";
 }
 """
+)
 
 # Scoped to the graph: a <style> inside an inline SVG applies to the whole HTML page.
 _STYLE = (

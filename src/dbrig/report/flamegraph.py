@@ -131,28 +131,40 @@ def fit_label(name: str, width: float) -> str:
     return name if len(name) <= chars else name[: chars - 2] + ".."
 
 
-# Outlines the frames whose name holds the box's text and sums their samples (a frame
-# inside another matching frame is not counted twice: only the outermost match counts).
-SEARCH_SCRIPT = """
-function dbrigFlameSearch(box) {
-  var svg = document.getElementById(box.dataset.graph);
-  var out = document.getElementById(box.dataset.graph + "-found");
-  var text = box.value.toLowerCase();
-  var total = Number(svg.dataset.samples) || 1, found = 0, spans = [];
+# Outlines the frames whose name holds ``text`` and counts their samples (a frame
+# inside another match is not counted twice: only the outermost match counts). Both
+# graphs' searches use it, so it reads attributes, not ``dataset``: the differential
+# graph stands alone as an .svg file.
+MARK_FRAMES_SCRIPT = """
+function dbrigMarkFrames(svg, text) {
+  var found = 0, spans = [];
   svg.querySelectorAll("g.fr").forEach(function (g) {
-    var hit = text !== "" && g.dataset.n.toLowerCase().indexOf(text) >= 0;
+    var hit = text !== "" && g.getAttribute("data-n").toLowerCase().indexOf(text) >= 0;
     g.classList.toggle("hit", hit);
     if (!hit) { return; }
     var r = g.querySelector("rect"), x = Number(r.getAttribute("x"));
     var w = Number(r.getAttribute("width"));
     if (spans.some(function (s) { return x >= s[0] - 0.05 && x + w <= s[1] + 0.05; })) { return; }
     spans.push([x, x + w]);
-    found += Number(g.dataset.c);
+    found += Number(g.getAttribute("data-c"));
   });
-  var share = (100 * found / total).toFixed(1);
+  return found;
+}
+"""
+
+SEARCH_SCRIPT = (
+    MARK_FRAMES_SCRIPT
+    + """
+function dbrigFlameSearch(box) {
+  var svg = document.getElementById(box.dataset.graph);
+  var out = document.getElementById(box.dataset.graph + "-found");
+  var text = box.value.toLowerCase();
+  var total = Number(svg.dataset.samples) || 1;
+  var share = (100 * dbrigMarkFrames(svg, text) / total).toFixed(1);
   out.textContent = text === "" ? "" : "matched " + share + " % of the samples";
 }
 """
+)
 
 
 @dataclass(frozen=True)
