@@ -141,9 +141,6 @@ def fault_of(trial: dict[str, Any]) -> tuple[str, float]:
     return "disk_full", factors["faults.disk_full"]["at"]
 
 
-# Fresh data sets: its disk_full cells are to be measured as a prepared datadir rides out a
-# full disk; one taken from the snapshot cache dies there instead (see test_faults.py).
-@pytest.mark.fresh_data_sets
 # Four runs side by side, the slowest (tpcc: its one-warehouse load) 1-2.5 min on this
 # machine with other tests beside it: more than the suite's 300 s would allow a loaded
 # machine, not a slow run of dbrig.

@@ -53,6 +53,7 @@ from dbrig.run.disk_fault import (
     free_kb,
     on_workspace,
     read_from,
+    unshare,
 )
 from dbrig.run.fault_timeline import (
     FAULT_METRIC_NAMES,
@@ -276,10 +277,13 @@ class FaultInjector:
         if not on_workspace(home):
             raise FaultFailed(f"disk_full: {home} is not on a filesystem dbrig made; not filled")
         self._disk_log_offset = sandbox.log_size
+        unshared_mb = round(unshare(sandbox.datadir) / 2**20, 1)
         self._filler = home / FILLER  # set first: close() removes a filler cut short too
-        filled = fill(self._filler)
-        self._note("disk filled", filled_mb=round(filled / 2**20, 1), free_kb=free_kb(home))
-        self.metrics["disk_fill_mb"] = filled / 2**20
+        filled_mb = round(fill(self._filler) / 2**20, 1)
+        self._note(
+            "disk filled", unshared_mb=unshared_mb, filled_mb=filled_mb, free_kb=free_kb(home)
+        )
+        self.metrics["disk_fill_mb"] = filled_mb
         self._free_due = self.clock() + fault.for_
 
     def _free_disk(self) -> None:
