@@ -25,14 +25,14 @@ from dbrig.report.flamegraph import (
     FRAME_PX,
     MARK_FRAMES_SCRIPT,
     WIDTH_PX,
-    Node,
-    fit_label,
+    Placed,
+    frame_svg,
+    placed,
     svg_text,
     tree,
     tree_depth,
 )
 
-MIN_WIDTH_PX = 0.3
 FULL_PP = 1.0  # a change of at least this many points may be drawn at full colour
 HEADER_PX = 36
 NEUTRAL = "rgb(225,225,225)"
@@ -97,7 +97,8 @@ def render_diff_svg(
         *_header(title, scale),
     ]
     if total:
-        _draw(root, "", 0.0, 0, total, height, (before, after, changes, scale), parts)
+        shares = (before, after, changes, scale)
+        parts += (_frame(frame, shares) for frame in placed(root, height))
     parts.append("</svg>\n" if standalone else "</svg>")
     return "".join(parts)
 
@@ -119,45 +120,15 @@ def _header(title: str, scale: float) -> list[str]:
 Shares = tuple[dict[str, float], dict[str, float], dict[str, float], float]
 
 
-def _draw(
-    node: Node,
-    path: str,
-    x: float,
-    level: int,
-    total: int,
-    height: int,
-    shares: Shares,
-    out: list[str],
-) -> None:
-    width = WIDTH_PX * node.count / total
-    if width < MIN_WIDTH_PX:
-        return
-    y = height - (level + 1) * FRAME_PX
-    out.append(_frame(node, path, x, y, width, shares))
-    child_x = x
-    for name in sorted(node.children):
-        child = node.children[name]
-        child_path = f"{path};{name}" if path else name
-        _draw(child, child_path, child_x, level + 1, total, height, shares, out)
-        child_x += WIDTH_PX * child.count / total
-
-
-def _frame(node: Node, path: str, x: float, y: int, width: float, shares: Shares) -> str:
+def _frame(frame: Placed, shares: Shares) -> str:
     before, after, changes, scale = shares
-    name = svg_text(node.name)
+    path, count = frame.path, frame.node.count
     if path:  # a frame of the stacks ("all", the root, is 100 % on both sides)
         cand, base, change = 100 * after[path], 100 * before.get(path, 0.0), changes[path]
     else:
         cand, base, change = 100.0, 100.0, 0.0
     tip = (
-        f"{name}: {cand:.2f} % of the candidate's samples ({node.count}), "
+        f"{svg_text(frame.node.name)}: {cand:.2f} % of the candidate's samples ({count}), "
         f"{base:.2f} % of the baseline's: {change:+.2f} points"
     )
-    label = fit_label(node.name, width)
-    text = f'<text x="{x + 3:.1f}" y="{y + FRAME_PX - 4}">{svg_text(label)}</text>' if label else ""
-    return (
-        f'<g class="fr" data-n="{name}" data-c="{node.count}" data-d="{change:.3f}">'
-        f"<title>{tip}</title>"
-        f'<rect x="{x:.1f}" y="{y}" width="{width:.1f}" height="{FRAME_PX - 1}" rx="2" '
-        f'fill="{diff_colour(change, scale)}"/>{text}</g>'
-    )
+    return frame_svg(frame, tip, diff_colour(change, scale), f' data-d="{change:.3f}"')

@@ -17,7 +17,7 @@ import hashlib
 import html
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,35 +92,60 @@ def render_svg(stacks: Mapping[str, int], graph_id: str, title: str = "") -> str
         f'data-samples="{total}" role="img" aria-label="{svg_text(title or "flame graph")}">'
     ]
     if total:
-        _draw(root, 0.0, 0, total, height, parts)
+        parts += (_frame(frame, total) for frame in placed(root, height))
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _draw(node: Node, x: float, level: int, total: int, height: int, out: list[str]) -> None:
-    width = WIDTH_PX * node.count / total
-    if width < MIN_WIDTH_PX:
-        return
-    y = height - (level + 1) * FRAME_PX
-    out.append(_frame(node, x, y, width, total))
-    child_x = x
-    for name in sorted(node.children):
-        child = node.children[name]
-        _draw(child, child_x, level + 1, total, height, out)
-        child_x += WIDTH_PX * child.count / total
+@dataclass(frozen=True)
+class Placed:
+    """A frame where the graph draws it: ``path`` its stack from the first frame under
+    the root ("" for the root), ``y`` its top, bottom-up from ``height``."""
+
+    node: Node
+    path: str
+    x: float
+    y: int
+    width: float
 
 
-def _frame(node: Node, x: float, y: int, width: float, total: int) -> str:
-    name = svg_text(node.name)
-    share = 100 * node.count / total
+def placed(root: Node, height: int) -> Iterator[Placed]:
+    """Every frame at least :data:`MIN_WIDTH_PX` wide, callers before callees, children
+    left to right in name order, widths in proportion to the root's samples."""
+    total = root.count
+
+    def walk(node: Node, path: str, x: float, level: int) -> Iterator[Placed]:
+        width = WIDTH_PX * node.count / total
+        if width < MIN_WIDTH_PX:
+            return
+        yield Placed(node, path, x, height - (level + 1) * FRAME_PX, width)
+        child_x = x
+        for name in sorted(node.children):
+            child = node.children[name]
+            yield from walk(child, f"{path};{name}" if path else name, child_x, level + 1)
+            child_x += WIDTH_PX * child.count / total
+
+    yield from walk(root, "", 0.0, 0)
+
+
+def frame_svg(frame: Placed, tip: str, fill: str, data: str = "") -> str:
+    """One frame: its bar, the name that fits it, ``tip`` on hover (escaped already);
+    ``data``: more attributes of its group."""
+    node, x, y, width = frame.node, frame.x, frame.y, frame.width
     label = fit_label(node.name, width)
     text = f'<text x="{x + 3:.1f}" y="{y + FRAME_PX - 4}">{svg_text(label)}</text>' if label else ""
     return (
-        f'<g class="fr" data-n="{name}" data-c="{node.count}"><title>{name} '
-        f"({node.count} samples, {share:.2f} %)</title>"
+        f'<g class="fr" data-n="{svg_text(node.name)}" data-c="{node.count}"{data}>'
+        f"<title>{tip}</title>"
         f'<rect x="{x:.1f}" y="{y}" width="{width:.1f}" height="{FRAME_PX - 1}" rx="2" '
-        f'fill="{frame_colour(node.name)}"/>{text}</g>'
+        f'fill="{fill}"/>{text}</g>'
     )
+
+
+def _frame(frame: Placed, total: int) -> str:
+    name, count = svg_text(frame.node.name), frame.node.count
+    tip = f"{name} ({count} samples, {100 * count / total:.2f} %)"
+    return frame_svg(frame, tip, frame_colour(frame.node.name))
 
 
 def fit_label(name: str, width: float) -> str:
