@@ -25,10 +25,6 @@ from dbrig.analysis.explain import (
 from dbrig.analysis.internals import TrialInternals
 from dbrig.report import internals_files as files
 
-# internals.out is written whenever the internals sampler ran, even when it had nothing
-# to complain of (sampling/internals.py); its lines say why a part is missing.
-INTERNALS_OUT = "internals.out"
-WARNING_PREFIX = "internals: "
 DIGESTS_KEPT = "sampling.internals.digests"  # the scenario's cap on digests.csv's rows
 DEFAULT_DIGESTS_KEPT = 20  # scenario/model.py Internals.digests
 
@@ -60,14 +56,6 @@ def _part(problems: dict[str, str], part: str, read: Callable[[], Any]) -> Any:
         return None
 
 
-def _warnings(folder: Path) -> tuple[str, ...]:
-    try:
-        lines = (folder / INTERNALS_OUT).read_text(errors="replace").splitlines()
-    except OSError:
-        return ()
-    return tuple(line.removeprefix(WARNING_PREFIX) for line in lines if line.strip())
-
-
 def trial_evidence(
     folder: Path, transactions: float | None, digests_cap: int = DEFAULT_DIGESTS_KEPT
 ) -> TrialEvidence:
@@ -82,7 +70,7 @@ def trial_evidence(
             lines = "1 line" if skipped == 1 else f"{skipped} lines"
             problems[PROFILE] = f"{files.FOLDED}: {lines} not 'stack count', left out"
     internals = None
-    if (folder / INTERNALS_OUT).exists() or (folder / files.WAITS).exists():
+    if (folder / files.INTERNALS_OUT).exists() or (folder / files.WAITS).exists():
         waits = _part(
             problems, WAITS, lambda: files.read_rows(folder / files.WAITS, files.WAIT_COLUMNS)
         )
@@ -95,7 +83,7 @@ def trial_evidence(
         # then digest_deltas): a list of that many rows may have left statements out.
         full = digests is not None and len(digests) >= digests_cap
         internals = TrialInternals(waits, digests, transactions, full)
-    return TrialEvidence(folder.name, stacks, internals, _warnings(folder), problems)
+    return TrialEvidence(folder.name, stacks, internals, files.internals_warnings(folder), problems)
 
 
 def cell_evidence(side: SavedSide, cell_ids: str) -> list[TrialEvidence]:

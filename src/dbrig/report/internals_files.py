@@ -1,4 +1,4 @@
-"""A trial's waits.csv, digests.csv (``sampling/internals.py``) and profile.folded
+"""A trial's waits.csv, digests.csv, internals.out (``sampling/internals.py``) and profile.folded
 (``sampling/profile.py``) as the reports read them: a file the trial does not have is
 None (not an empty list: its waits are unknown, not none), one that cannot be read or
 parsed raises :class:`BadFile` with one line naming the file and what was wrong."""
@@ -14,6 +14,10 @@ from pathlib import Path
 from dbrig.analysis.profile import parse_folded
 
 WAITS, DIGESTS, FOLDED = "waits.csv", "digests.csv", "profile.folded"
+# internals.out is written whenever the internals sampler ran, even when it had nothing
+# to complain of; its lines say why a part is missing.
+INTERNALS_OUT = "internals.out"
+WARNING_PREFIX = "internals: "
 Number = Callable[[str], float]
 # The columns the reports use, and how each must parse (str: any text).
 WAIT_COLUMNS: Mapping[str, Number | type[str]] = {"event": str, "count": int, "wait_ms": float}
@@ -65,6 +69,15 @@ def _check(path: Path, line: int, column: str, value: str | None, kind: object) 
     if not math.isfinite(number):
         what = "a whole number" if kind is int else "a number"
         raise BadFile(f"{path.name}: line {line}: {column} {value!r} is not {what}")
+
+
+def internals_warnings(folder: Path) -> tuple[str, ...]:
+    """The trial's internals warnings (internals.out), without their prefix."""
+    try:
+        lines = (folder / INTERNALS_OUT).read_text(errors="replace").splitlines()
+    except OSError:
+        return ()
+    return tuple(line.removeprefix(WARNING_PREFIX) for line in lines if line.strip())
 
 
 def read_folded(path: Path) -> tuple[Counter[str], int] | None:

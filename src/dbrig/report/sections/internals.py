@@ -14,16 +14,15 @@ from dbrig.report.data import RunData
 from dbrig.report.internals_files import (
     DIGEST_COLUMNS,
     DIGESTS,
+    INTERNALS_OUT,
     WAIT_COLUMNS,
     WAITS,
     BadFile,
     Rows,
+    internals_warnings,
     read_rows,
 )
 from dbrig.report.sections import LoadedRun, Part, render
-
-OUT = "internals.out"  # sampling/internals.py
-WARNING_PREFIX = "internals: "
 
 
 def _rows(path: Path, columns: Mapping[str, Any], problems: list[str]) -> Rows | None:
@@ -51,15 +50,14 @@ def _notes(folders: list[Path]) -> list[str]:
     """Each trial's internals warnings (internals.out), each text once, with its trials."""
     by_text: dict[str, list[str]] = {}
     for folder in folders:
-        if (out := folder / OUT).exists():
-            for line in out.read_text().splitlines():
-                by_text.setdefault(line.removeprefix(WARNING_PREFIX), []).append(folder.name)
+        for text in internals_warnings(folder):
+            by_text.setdefault(text, []).append(folder.name)
     return [f"{', '.join(trials)}: {text}" for text, trials in by_text.items()]
 
 
 def cell_internals(data: RunData, cell: str, label: str) -> dict[str, Any] | None:
     folders = [data.trial_dir(t) for t in data.trials_by_cell.get(cell, [])]
-    sampled = [f for f in folders if (f / OUT).exists()]
+    sampled = [f for f in folders if (f / INTERNALS_OUT).exists()]
     if not sampled:
         return None
     problems: list[str] = []
