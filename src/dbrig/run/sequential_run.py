@@ -237,8 +237,13 @@ class Looks:
             "spending": self.spec.spending,
             "alpha": self.spec.alpha,
             "boundaries": self.design.boundaries,
-            "looks": [{**vars(look), "z": _number(look.z)} for look in shown_looks(self.design)],
+            "looks": [{**vars(look), "z": _number(look.z)} for look in self._planned()],
         }
+
+    def _planned(self) -> tuple[sequential.Look, ...]:
+        """The planned looks' levels: only ``decided_by`` tests at them (a ``ci_width``
+        run never does, and need not spend half a second calibrating them)."""
+        return shown_looks(self.design) if self.spec.until.decided_by is not None else ()
 
     def _write(self, value: dict[str, Any]) -> None:
         saved = self.run.saved()
