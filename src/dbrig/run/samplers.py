@@ -21,6 +21,7 @@ from dbrig import proc, sampling
 from dbrig.run.commands import TrialCommands
 from dbrig.run.server_status import resilient_status
 from dbrig.sampling import internals
+from dbrig.sampling.profile import ProfileOutcome
 from dbrig.sampling.registry import (
     SAMPLERS,
     SamplerEntry,
@@ -257,10 +258,7 @@ def _finish(
                 command = " ".join(argv[:2])
                 warnings.append(f"{entry.key}: {command} {how}: its results may be incomplete")
         if entry.finish is not None:
-            outcome = entry.finish(inputs)
-            # only the metrics the entry declares (an agent's answer cannot set others)
-            metrics.update({k: v for k, v in outcome.metrics.items() if k in entry.metrics})
-            warnings.extend(outcome.warnings)
+            _add(entry, entry.finish(inputs), metrics, warnings)
 
 
 def _collect(
@@ -276,6 +274,13 @@ def _collect(
             raise disk_full(folder) from sampler.failure
     for entry, sampler in built:
         if entry.collect is not None and (outcome := entry.collect(sampler, folder)):
-            # only the metrics the entry declares (an agent's answer cannot set others)
-            metrics.update({k: v for k, v in outcome.metrics.items() if k in entry.metrics})
-            warnings.extend(outcome.warnings)
+            _add(entry, outcome, metrics, warnings)
+
+
+def _add(
+    entry: SamplerEntry, outcome: ProfileOutcome, metrics: dict[str, float], warnings: list[str]
+) -> None:
+    """What a sampler's outcome adds to the trial: only the metrics its entry declares
+    (an agent's answer cannot set others), and its warnings."""
+    metrics.update({k: v for k, v in outcome.metrics.items() if k in entry.metrics})
+    warnings.extend(outcome.warnings)
