@@ -113,19 +113,35 @@ class Recursion:
         return Bound(fraction, z, _nominal(z), crossing)
 
 
+class SpentRecursion:
+    """Looks whose boundaries spend ``spent(t)``, the alpha spent by information fraction
+    ``t``: each look spends what the function adds since the last, so the boundaries
+    are exact given the looks made before. Information never goes back: a look at the
+    fraction of the one before brought none and gets no alpha (an infinite boundary)."""
+
+    def __init__(self, spent: Callable[[float], float]) -> None:
+        self._spent = spent
+        self._recursion = Recursion()
+        self._before = 0.0  # alpha spent by the looks so far
+
+    def look(self, fraction: float) -> tuple[Bound, float]:
+        """The look's boundary at ``fraction``, and the alpha it was given."""
+        fraction = max(fraction, self._recursion.fraction)
+        target = 0.0
+        if fraction > self._recursion.fraction:
+            total = self._spent(fraction)
+            target = max(total - self._before, 0.0)
+            self._before = max(self._before, total)
+        return self._recursion.look(fraction, target), target
+
+
 def spending_bounds(
     fractions: Sequence[float], spent: Callable[[float], float]
 ) -> tuple[Bound, ...]:
-    """Each look's boundary when ``spent(t)`` is the alpha spent by fraction ``t``.
-
-    ``fractions`` must not go down; a look at the same fraction as the one before
-    brought no information and gets no alpha (an infinite boundary)."""
-    recursion, before, found = Recursion(), 0.0, []
-    for fraction in _checked(fractions):
-        total = spent(fraction) if fraction > recursion.fraction else before
-        found.append(recursion.look(fraction, max(total - before, 0.0)))
-        before = max(before, total)
-    return tuple(found)
+    """Each look's boundary when ``spent(t)`` is the alpha spent by fraction ``t``
+    (``fractions`` must not go down)."""
+    looks = SpentRecursion(spent)
+    return tuple(looks.look(fraction)[0] for fraction in _checked(fractions))
 
 
 def crossing_chances(fractions: Sequence[float], bounds: Sequence[float]) -> tuple[float, ...]:

@@ -45,7 +45,7 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
-from dbrig.analysis.boundaries import Recursion
+from dbrig.analysis.boundaries import SpentRecursion
 from dbrig.analysis.calibration import CALIBRATED_UP_TO, NullPaths, spendable
 from dbrig.analysis.stats import mde_pct, verdict_for
 from dbrig.metrics import Direction
@@ -169,22 +169,14 @@ class ExactSpender:
     def __init__(self, design: Design, scale: float = 1.0) -> None:
         self.design = design
         self.scale = scale  # the share of the spending function's alpha to spend
-        self.recursion = Recursion()
-        self.before = 0.0  # alpha spent by the looks so far
+        self.looks = SpentRecursion(lambda t: spent(t, design.alpha, design.spending) * scale)
 
     def look(self, round_: int, fraction: float) -> Look:
         """The look after ``round_`` at ``fraction`` (made: the next look builds on it).
         At ``max`` the fraction is 1, so what is left of alpha is spent."""
-        design = self.design
-        fraction = 1.0 if round_ >= design.max else min(fraction, 1.0)
-        fraction = max(fraction, self.recursion.fraction)  # information never goes back
-        target = 0.0  # no information since the last look: nothing to spend
-        if fraction > self.recursion.fraction:
-            total = spent(fraction, design.alpha, design.spending) * self.scale
-            target = max(total - self.before, 0.0)
-            self.before = max(self.before, total)
-        bound = self.recursion.look(fraction, target)
-        return Look(round_, fraction, bound.nominal, bound.z, target)
+        fraction = 1.0 if round_ >= self.design.max else min(fraction, 1.0)
+        bound, target = self.looks.look(fraction)
+        return Look(round_, bound.fraction, bound.nominal, bound.z, target)
 
 
 @functools.lru_cache(maxsize=16)
